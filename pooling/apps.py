@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class PoolingConfig(AppConfig):
+    name = "pooling"
+    verbose_name = "Pooling and judging"

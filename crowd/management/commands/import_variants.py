@@ -1,0 +1,54 @@
+"""python manage.py import_variants PATH --format {uqv100,robust04-uqv,tsv} --topic-set NAME"""
+from django.core.management.base import BaseCommand, CommandError
+
+from crowd.services import ImportRejected, variants_import
+from crowd.topicfiles import ParseError
+from crowd.variantfiles import VARIANT_FORMATS, read_variants
+
+
+class Command(BaseCommand):
+    help = (
+        "Import query variants into a topic set, all or nothing; raw text, normalised "
+        "text, worker ids, counts and estimates are kept. Formats: uqv100 "
+        "(fields|...|UQV100.n|worker|estimate|...|count<TAB>query), robust04-uqv "
+        "(topic-user-seq;query), tsv (topic, query[, worker[, count]]). .gz files are "
+        "read directly. Topics missing from the set are an error listing all of them "
+        "unless --create-topics."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("path")
+        parser.add_argument("--format", required=True, choices=VARIANT_FORMATS, dest="fmt")
+        parser.add_argument("--topic-set", required=True, dest="topic_set")
+        parser.add_argument(
+            "--create-topics",
+            action="store_true",
+            help="create missing topics (id only), and the topic set if it does not exist",
+        )
+        parser.add_argument(
+            "--replace",
+            action="store_true",
+            help="first delete the imported variants of the topics in the file "
+            "(crowd-collected ones are kept), so re-importing does not double counts",
+        )
+        parser.add_argument("--batch-size", type=int, default=2000)
+
+    def handle(self, *args, path, fmt, topic_set, create_topics, replace, batch_size, **options):
+        if batch_size < 1:
+            raise CommandError("--batch-size must be at least 1")
+        try:
+            records = read_variants(path, fmt)
+            result = variants_import(
+                topic_set,
+                records,
+                create_topics=create_topics,
+                replace=replace,
+                batch_size=batch_size,
+            )
+        except (ParseError, ImportRejected) as exc:
+            raise CommandError(str(exc)) from None
+        self.stdout.write(
+            f"{topic_set}: {result['variants']} variant(s) imported, "
+            f"{result['topics_created']} topic(s) created, {result['replaced']} replaced "
+            f"from {path}"
+        )

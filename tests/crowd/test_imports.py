@@ -1,0 +1,359 @@
+"""Topic and variant imports through the services and the management commands."""
+import csv
+import io
+import json
+import re
+from collections import defaultdict
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.db import connection
+
+from crowd import services
+from crowd.models import Intent, QueryVariant, Statement, Topic, TopicSet
+from crowd.normalise import normalise_query
+from crowd.selectors import variant_groups, variant_label, variant_list, variant_stats
+from crowd.services import ImportRejected, topics_import, variants_import
+from crowd.topicfiles import read_topics
+from crowd.variantfiles import read_variants
+
+pytestmark = pytest.mark.django_db
+
+ROBUST = "query-variants/robust04-uqv"
+
+
+def write(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+def run(*args):
+    out, err = io.StringIO(), io.StringIO()
+    call_command(*args, stdout=out, stderr=err)
+    return out.getvalue()
+
+
+def insert_batches(model, rows, batch_size):
+    """INSERT statements bulk_create needs on this database (SQLite caps parameters)."""
+    fields = [f for f in model._meta.concrete_fields if not f.primary_key]
+    per_batch = min(batch_size, connection.ops.bulk_batch_size(fields, [None] * rows))
+    return -(-rows // per_batch)
+
+
+def table_sizes():
+    return {
+        model.__name__: model.objects.count()
+        for model in (TopicSet, Topic, Statement, Intent, QueryVariant)
+    }
+
+
+# --- topics -----------------------------------------------------------------------
+
+
+def test_import_topics_tsv_then_clash_then_replace(tmp_path):
+    path = write(
+        tmp_path, "t.tsv", "id\tstatement\ttitle\nA.1\tfirst\tone\nA.1\tsecond\t\nA.2\tother\n"
+    )
+    assert "2 topic(s) created" in run("import_topics", path, "--format", "tsv", "--topic-set", "s")
+    topic = Topic.objects.get(topic_set__name="s", topic_id="A.1")
+    assert topic.title == "one"
+    assert list(topic.statements.values_list("position", "text")) == [(0, "first"), (1, "second")]
+
+    before = table_sizes()
+    with pytest.raises(CommandError, match=r"2 topic\(s\) already in set 's': A\.1, A\.2"):
+        run("import_topics", path, "--format", "tsv", "--topic-set", "s")
+    assert table_sizes() == before
+
+    variants_import("s", read_variants(write(tmp_path, "v.tsv", "A.1\tkept query\n"), "tsv"))
+    new = write(tmp_path, "t2.tsv", "A.1\tonly one now\tnew title\nA.3\tthird\n")
+    out = run("import_topics", new, "--format", "tsv", "--topic-set", "s", "--replace")
+    assert "1 topic(s) created, 1 replaced" in out
+    topic.refresh_from_db()
+    assert topic.title == "new title"
+    assert list(topic.statements.values_list("text", flat=True)) == ["only one now"]
+    assert list(topic.variants.values_list("raw", flat=True)) == ["kept query"]
+    assert Topic.objects.filter(topic_set__name="s").count() == 3
+
+
+def test_malformed_topic_file_names_file_and_line_and_writes_nothing(tmp_path):
+    path = write(tmp_path, "bad.qry", ".I 1\n.W\nfine\n.I 2\n.W\nalso fine\n.I 1\n.W\nagain\n")
+    before = table_sizes()
+    with pytest.raises(CommandError) as info:
+        run("import_topics", path, "--format", "smart", "--topic-set", "x")
+    assert f"{path}, line 7:" in str(info.value)
+    assert table_sizes() == before
+
+
+def test_topics_import_is_all_or_nothing_when_a_write_fails(tmp_path, monkeypatch):
+    records = read_topics(write(tmp_path, "t.tsv", "1\tone\n2\ttwo\n"), "tsv")
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(services.Intent.objects, "bulk_create", boom)
+    before = table_sizes()
+    with pytest.raises(RuntimeError):
+        topics_import("fresh", records)
+    assert table_sizes() == before
+
+
+def test_cacm_queries_import(shared_data):
+    path = shared_data / "small-corpora/cacm/query.text"
+    run("import_topics", str(path), "--format", "smart", "--topic-set", "cacm")
+    topics = Topic.objects.filter(topic_set__name="cacm")
+    assert topics.count() == 64
+    assert Statement.objects.filter(topic__topic_set__name="cacm").count() == 64
+    assert set(topics.values_list("topic_id", flat=True)) == {str(n) for n in range(1, 65)}
+
+
+def test_cranfield_ids_by_position(shared_data):
+    path = shared_data / "small-corpora/cranfield/cran.qry"
+    run("import_topics", str(path), "--format", "smart", "--topic-set", "cran", "--ids", "position")
+    ids = set(Topic.objects.filter(topic_set__name="cran").values_list("topic_id", flat=True))
+    assert ids == {str(n) for n in range(1, 226)}
+
+
+def test_web_2011_topics_with_subtopics(shared_data, django_assert_max_num_queries):
+    path = shared_data / "trec-web-diversity/2011/full-topics.xml"
+    text = path.read_text()
+    expected = {
+        m.group(1): m.group(2).count("<subtopic ")
+        for m in re.finditer(r'<topic number="(\d+)"(.*?)</topic>', text, flags=re.S)
+    }
+    records = read_topics(path, "webxml")
+    with django_assert_max_num_queries(12):
+        topics_import("web2011", records)
+    topics = Topic.objects.filter(topic_set__name="web2011")
+    assert topics.count() == 50
+    got = defaultdict(int)
+    intents = Intent.objects.filter(topic__in=topics)
+    for topic_id in intents.values_list("topic__topic_id", flat=True):
+        got[topic_id] += 1
+    assert dict(got) == expected
+    assert sum(expected.values()) == 168
+    t101 = topics.get(topic_id="101")
+    assert t101.title == "ritz carlton lake las vegas"
+    assert list(t101.intents.values_list("intent_id", "kind")) == [
+        ("1", "inf"), ("2", "nav"), ("3", "nav"), ("4", "inf"),
+    ]
+    assert list(t101.statements.values_list("text", flat=True)) == [t101.description]
+
+
+# --- variants ---------------------------------------------------------------------
+
+
+def robust_expected(path):
+    """variant_stats computed straight from the file, without the project's readers."""
+    raw = defaultdict(int)
+    distinct = defaultdict(set)
+    workers = set()
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            if not line.strip():
+                continue
+            vid, query = line.rstrip("\n").split(";", 1)
+            topic, user, _seq = vid.split("-")
+            raw[topic] += 1
+            distinct[topic].add(normalise_query(query))
+            workers.add((topic, user))
+    counts = list(raw.values())
+    return {
+        "topics": len(raw),
+        "raw_variants": sum(counts),
+        "unique_variants": sum(len(v) for v in distinct.values()),
+        "workers": len(workers),
+        "per_topic": {"min": min(counts), "mean": sum(counts) / len(counts), "max": max(counts)},
+    }
+
+
+def test_robust04_topics_and_variations(shared_data, django_assert_max_num_queries):
+    topics_path = shared_data / ROBUST / "topics.robust04.txt"
+    variants_path = shared_data / ROBUST / "ecir2022-uqv-sim/robust-uqv.txt"
+    run("import_topics", str(topics_path), "--format", "trec", "--topic-set", "robust04")
+    assert Topic.objects.filter(topic_set__name="robust04").count() == 250
+
+    records = read_variants(variants_path, "robust04-uqv")
+    # savepoint, set, topics, inserts, release; 4 inserts of 1000 on PostgreSQL
+    with django_assert_max_num_queries(5 + insert_batches(QueryVariant, 3151, 1000)):
+        result = variants_import("robust04", records, batch_size=1000)
+    assert result == {"variants": 3151, "topics_created": 0, "replaced": 0}
+
+    expected = robust_expected(variants_path)
+    assert expected["raw_variants"] == 3151
+    assert expected["topics"] == 250
+    assert expected["unique_variants"] == 3045
+    assert (expected["per_topic"]["min"], expected["per_topic"]["max"]) == (8, 52)
+    assert expected["per_topic"]["mean"] == pytest.approx(12.604)
+    assert expected["workers"] == 1589
+
+    stats = variant_stats("robust04")
+    assert stats == expected
+    printed = json.loads(run("variant_stats", "--topic-set", "robust04", "--json"))
+    assert printed == json.loads(json.dumps(expected))
+
+    first = QueryVariant.objects.get(topic__topic_set__name="robust04", variant_id="301-4-2")
+    assert (first.topic.topic_id, first.worker_id, first.count) == ("301", "301-4", 1)
+    assert first.raw == "international drug trades crime group in south america"
+    assert first.normalised == normalise_query(first.raw)
+
+    # statements stay as imported beside the variants
+    t301 = Topic.objects.get(topic_set__name="robust04", topic_id="301")
+    assert t301.statements.get().text == t301.description + "\n\n" + t301.narrative
+
+    # re-importing with replace does not double the counts
+    run("import_variants", str(variants_path), "--format", "robust04-uqv",
+        "--topic-set", "robust04", "--replace")
+    assert variant_stats("robust04") == expected
+
+
+def test_robust04_variations_create_topics(shared_data):
+    path = shared_data / ROBUST / "ecir2022-uqv-sim/robust-uqv.txt"
+    with pytest.raises(CommandError) as info:
+        run("import_variants", str(path), "--format", "robust04-uqv", "--topic-set", "r")
+    assert "does not exist" in str(info.value)
+    TopicSet.objects.create(name="r")
+    Topic.objects.create(topic_set=TopicSet.objects.get(name="r"), topic_id="301")
+    before = table_sizes()
+    with pytest.raises(CommandError) as info:
+        run("import_variants", str(path), "--format", "robust04-uqv", "--topic-set", "r")
+    message = str(info.value)
+    assert "249 topic(s) not in set 'r'" in message
+    listed = re.search(r"not in set 'r': ([^(]*) \(", message).group(1).split(", ")
+    assert listed == [str(n) for n in list(range(302, 451)) + list(range(601, 701))]
+    assert f"(first: {path}, line 17: topic 302;" in message
+    assert table_sizes() == before
+
+    out = run("import_variants", str(path), "--format", "robust04-uqv", "--topic-set", "r",
+              "--create-topics")
+    assert "3151 variant(s) imported, 249 topic(s) created" in out
+    assert variant_stats("r") == robust_expected(path)
+    created = Topic.objects.get(topic_set__name="r", topic_id="450")
+    assert (created.title, created.description, created.statements.count()) == ("", "", 0)
+
+
+UQV = (
+    "a|UQV100.001|W1|2|x|3\tcats  and Dogs\n"
+    "b|UQV100.001|W2|5|1\tCats and dogs!\n"
+    "c|UQV100.001|W2|5|1\tbirds\n"
+    "d|UQV100.002|W1|10|2\tbirds\n"
+)
+
+
+def test_uqv100_counts_groups_and_stats(tmp_path):
+    path = write(tmp_path, "uqv.txt", UQV)
+    run("import_variants", path, "--format", "uqv100", "--topic-set", "u", "--create-topics")
+    stored = list(variant_list("u").values_list("variant_id", "worker_id", "estimate", "count"))
+    assert stored == [
+        ("a", "W1", "2", 3), ("b", "W2", "5", 1), ("c", "W2", "5", 1), ("d", "W1", "10", 2)
+    ]
+    groups = variant_groups("u")
+    got = [(g.topic_id, g.normalised, g.count, g.worker_ids, g.first_variant_id) for g in groups]
+    assert got == [
+        ("UQV100.001", "cats and dogs", 4, ("W1", "W2"), "a"),
+        ("UQV100.001", "birds", 1, ("W2",), "c"),
+        ("UQV100.002", "birds", 2, ("W1",), "d"),
+    ]
+    assert variant_stats("u") == {
+        "topics": 2,
+        "raw_variants": 7,
+        "unique_variants": 3,
+        "workers": 2,
+        "per_topic": {"min": 2, "mean": 3.5, "max": 5},
+    }
+
+
+def test_malformed_variant_file_names_file_and_line_and_writes_nothing(tmp_path):
+    path = write(tmp_path, "uqv.txt", UQV + "e|UQV100.003|W1|1|zero?\tfish\n")
+    with pytest.raises(CommandError) as info:
+        run("import_variants", path, "--format", "uqv100", "--topic-set", "u", "--create-topics")
+    assert f"{path}, line 5:" in str(info.value)
+    assert table_sizes() == dict.fromkeys(table_sizes(), 0)
+
+
+def test_variant_import_is_all_or_nothing_when_a_write_fails(tmp_path, monkeypatch):
+    records = read_variants(write(tmp_path, "uqv.txt", UQV), "uqv100")
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("connection lost")
+
+    monkeypatch.setattr(services.QueryVariant.objects, "bulk_create", boom)
+    with pytest.raises(RuntimeError):
+        variants_import("u", records, create_topics=True)
+    assert table_sizes() == dict.fromkeys(table_sizes(), 0)
+
+
+def test_service_rejects_overlong_fields_with_line(tmp_path):
+    records = read_variants(write(tmp_path, "v.tsv", "1\tok\tw\n1\tok\t" + "w" * 300 + "\n"), "tsv")
+    with pytest.raises(ImportRejected, match=r"v\.tsv, line 2: the worker id is 300 characters"):
+        variants_import("v", records, create_topics=True)
+    assert not TopicSet.objects.exists()
+
+
+def test_many_variants_in_few_queries(tmp_path, django_assert_max_num_queries):
+    lines = [
+        f"T{t}\tquery {t} number {i}\tw{i % 37}\t{1 + i % 3}"
+        for t in range(40)
+        for i in range(100)
+    ]
+    records = read_variants(write(tmp_path, "v.tsv", "\n".join(lines) + "\n"), "tsv")
+    # savepoint, set lookup + create, topics lookup, topic insert, topics again,
+    # variant inserts, release
+    with django_assert_max_num_queries(
+        8 + insert_batches(QueryVariant, 4000, 1000) + insert_batches(Topic, 40, 500)
+    ):
+        result = variants_import("many", records, create_topics=True, batch_size=1000)
+    assert result["variants"] == 4000 and result["topics_created"] == 40
+    assert QueryVariant.objects.count() == 4000
+    with django_assert_max_num_queries(2):
+        stats = variant_stats("many")
+    assert stats["raw_variants"] == sum(1 + i % 3 for _ in range(40) for i in range(100))
+    with django_assert_max_num_queries(1):
+        assert len(variant_groups("many")) == 4000
+
+
+# --- export -----------------------------------------------------------------------
+
+
+def test_export_formats(tmp_path):
+    run("import_variants", write(tmp_path, "uqv.txt", UQV), "--format", "uqv100",
+        "--topic-set", "u", "--create-topics")
+    columns = ["topic", "variant_id", "worker", "raw", "normalised", "count", "estimate"]
+    first = ["UQV100.001", "a", "W1", "cats  and Dogs", "cats and dogs", "3", "2"]
+
+    out = tmp_path / "v.tsv"
+    run("export_variants", "--topic-set", "u", "--format", "tsv", "--out", str(out))
+    rows = [line.split("\t") for line in out.read_text().splitlines()]
+    assert rows[0] == columns and rows[1] == first and len(rows) == 5
+
+    out = tmp_path / "v.csv"
+    run("export_variants", "--topic-set", "u", "--format", "csv", "--out", str(out))
+    rows = list(csv.reader(out.open()))
+    assert rows[0] == columns and rows[1] == first and len(rows) == 5
+
+    out = tmp_path / "v.json"
+    run("export_variants", "--topic-set", "u", "--format", "json", "--out", str(out))
+    data = json.loads(out.read_text())
+    assert data[0] == dict(zip(columns, first[:5] + [3, "2"])) and len(data) == 4
+
+    out = tmp_path / "q.tsv"
+    run("export_variants", "--topic-set", "u", "--format", "queries", "--out", str(out))
+    lines = out.read_text().splitlines()
+    assert lines == [
+        f"UQV100.001/{variant_label('cats and dogs')}\tcats and dogs",
+        f"UQV100.001/{variant_label('birds')}\tbirds",
+        f"UQV100.002/{variant_label('birds')}\tbirds",
+    ]
+    # labels depend on the text only: more variants never relabel existing queries
+    more = write(tmp_path, "more.tsv", "UQV100.001\tfish\tW9\t9\n")
+    variants_import("u", read_variants(more, "tsv"))
+    again = run("export_variants", "--topic-set", "u", "--format", "queries", "--out", "-")
+    assert set(lines) < set(again.splitlines())
+    assert again.splitlines()[0] == f"UQV100.001/{variant_label('fish')}\tfish"
+
+
+def test_export_unknown_set_fails():
+    with pytest.raises(CommandError, match="does not exist"):
+        run("export_variants", "--topic-set", "nope", "--format", "tsv", "--out", "-")
+    with pytest.raises(CommandError, match="does not exist"):
+        run("variant_stats", "--topic-set", "nope", "--json")

@@ -113,8 +113,12 @@ class Run(models.Model):
     status = models.CharField(max_length=10, choices=STATUS_CHOICES, default="queued")
     total = models.PositiveIntegerField(default=0)
     completed = models.PositiveIntegerField(default=0)
+    tasks_total = models.PositiveIntegerField(default=0)
+    tasks_done = models.PositiveIntegerField(default=0)
+    tasks_failed = models.PositiveIntegerField(default=0)
     error = models.TextField(blank=True, default="")
     created = models.DateTimeField(auto_now_add=True)
+    started = models.DateTimeField(null=True, blank=True)
     finished = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -132,10 +136,14 @@ class RunQuery(models.Model):
     key = models.CharField(max_length=64, blank=True, default="")
     weight = models.PositiveIntegerField(default=1)
     users = models.TextField(blank=True, default="")
+    note = models.TextField(blank=True, default="")  # e.g. why the text was truncated
     ranking = models.ForeignKey(Ranking, null=True, blank=True, on_delete=models.SET_NULL)
 
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["run", "topic", "label"], name="uniq_runquery"),
         ]
-        indexes = [models.Index(fields=["run", "key"], name="runquery_run_key")]
+        indexes = [
+            models.Index(fields=["run", "key"], name="runquery_run_key"),
+            models.Index(fields=["key"], name="runquery_key"),  # queries waiting on a ranking
+        ]

@@ -152,3 +152,76 @@ def docid_ids(strings: Iterable[str]) -> dict[str, int]:
         chunk = strings[start : start + 5000]
         out.update(Docid.objects.filter(docid__in=chunk).values_list("docid", "id"))
     return out
+
+
+def run_get(run_id: int) -> Run:
+    try:
+        return Run.objects.select_related("topic_set", "collection", "model").get(id=run_id)
+    except Run.DoesNotExist:
+        raise ValueError(f"no run with id {run_id}") from None
+
+
+def run_qid(run: Run, topic_id: str, label: str) -> str:
+    """The TREC query id of one query of a run: the topic id, or for variant runs
+    ``<topic id>:<variant label>``."""
+    return f"{topic_id}:{label}" if run.source == "variants" else topic_id
+
+
+def run_find(*, topic_set_name: str, collection_name: str | None = None,
+             model_name: str | None = None, source: str | None = None,
+             tag: str | None = None) -> Run:
+    """The run named by a tag, or the newest finished run of a collection and model."""
+    qs = Run.objects.select_related("model", "collection").filter(topic_set__name=topic_set_name)
+    if tag:
+        qs = qs.filter(tag=tag)
+        what = f"tag {tag!r}"
+    else:
+        if not (collection_name and model_name):
+            raise ValueError("give --tag, or --collection and --model")
+        qs = qs.filter(collection__name=collection_name, model__name=model_name, status="done")
+        what = f"collection {collection_name!r} and model {model_name!r}"
+        if source:
+            qs = qs.filter(source=source)
+            what += f" ({source})"
+    run = qs.order_by("-created", "-id").first()
+    if run is None:
+        raise ValueError(f"topic set {topic_set_name!r} has no finished run with {what}")
+    return run
+
+
+def run_rankings(run: Run) -> Iterator[tuple[str, list[str], list[float]]]:
+    """``(qid, docids, scores)`` for every ranked query of a run, by topic id then label."""
+    rows = list(
+        RunQuery.objects.filter(run=run, ranking__isnull=False)
+        .order_by("topic__topic_id", "label")
+        .values_list("topic__topic_id", "label", "ranking__docids", "ranking__scores")
+    )
+    arrays = [(t, lab, np.frombuffer(bytes(d), dtype=DOCID_DTYPE),
+               np.frombuffer(bytes(s), dtype=SCORE_DTYPE)) for t, lab, d, s in rows]
+    all_ids = np.concatenate([a[2] for a in arrays]) if arrays else np.zeros(0, DOCID_DTYPE)
+    names = docid_strings(all_ids) if all_ids.size else {}
+    for topic_id, label, ids, scores in arrays:
+        yield run_qid(run, topic_id, label), [names[int(i)] for i in ids], scores.tolist()
+
+
+def collection_list():
+    return Collection.objects.all()
+
+
+def retrieval_model_list():
+    return RetrievalModel.objects.all()
+
+
+def run_query_list(run: Run):
+    return (RunQuery.objects.filter(run=run).select_related("topic", "ranking")
+            .order_by("topic__topic_id", "label"))
+
+
+def document_raw(collection: Collection, docid: str) -> str | None:
+    """The raw text of a document of a collection (read from its index)."""
+    from django.conf import settings
+
+    from . import anserini
+
+    anserini.configure(settings.ANSERINI_JAVA_HOME)
+    return anserini.doc_raw(collection.index_path, docid)

@@ -1,10 +1,41 @@
-"""Writes of retrieval data. The function that writes owns the transaction."""
+"""Writes of retrieval data. The function that writes owns the transaction.
+
+- :func:`collection_import` reads a collection file, builds its Lucene index under
+  ``settings.INDEX_ROOT`` and registers it; all or nothing.
+- :func:`run_create` makes a retrieval run (one query per title, description or distinct
+  user variant), reuses rankings already retrieved under the same key and queues the rest
+  as Celery tasks on commit; :func:`rankings_retrieve` is what those tasks do.
+- :func:`system_run_import` stores an imported TREC run.
+"""
 from __future__ import annotations
 
-from typing import Iterable
+import hashlib
+import logging
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable, Iterable
 
-from .models import Docid
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Count, OuterRef, Subquery
+from django.utils import timezone
+
+from . import anserini
+from .collections_io import read_collection, write_json_collection
+from .models import Collection, Docid, Ranking, RetrievalModel, Run, RunQuery
+from .rankings import pack, query_key
 from .selectors import docid_ids
+from .trecrun import read_run
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[str], None]
+
+
+class RetrievalError(ValueError):
+    """A request was refused; nothing was written. The message says what to fix."""
 
 
 def docids_ensure(strings: Iterable[str], batch_size: int = 5000) -> dict[str, int]:
@@ -24,3 +55,319 @@ def docids_ensure(strings: Iterable[str], batch_size: int = 5000) -> dict[str, i
     if missing:
         known.update(docid_ids(missing))
     return known
+
+
+# --- collections ----------------------------------------------------------------------------
+
+
+def file_sha256(path: str | Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def collection_import(name: str, path: str | Path, fmt: str, *,
+                      progress: Progress | None = None) -> Collection:
+    """Index a collection file and register it as collection ``name``.
+
+    All or nothing: on any error no Collection row, no docids and no index directory
+    remain. The index lives in ``INDEX_ROOT/<name>-<checksum prefix>``.
+    """
+    say = progress or (lambda msg: None)
+    path = Path(path)
+    if not name or any(c.isspace() for c in name) or "/" in name:
+        raise RetrievalError(f"collection name {name!r} must be non-empty without spaces or '/'")
+    if Collection.objects.filter(name=name).exists():
+        raise RetrievalError(f"a collection named {name!r} already exists; choose another name")
+    if not path.is_file():
+        raise RetrievalError(f"{path}: no such file")
+    checksum = file_sha256(path)
+    say(f"sha256 {checksum}")
+    index_root = Path(settings.INDEX_ROOT)
+    index_root.mkdir(parents=True, exist_ok=True)
+    final_dir = index_root / f"{name}-{checksum[:12]}"
+    if final_dir.exists():
+        raise RetrievalError(f"{final_dir} already exists; remove it or choose another name")
+    anserini.configure(settings.ANSERINI_JAVA_HOME)
+    work = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=index_root))
+    docids: list[str] = []
+    try:
+        def documents():
+            for doc in read_collection(path, fmt):
+                docids.append(doc.docid)
+                yield doc
+
+        n = write_json_collection(documents(), work / "json",
+                                  progress=lambda k: say(f"read {k} documents"))
+        if n == 0:
+            raise RetrievalError(f"{path}: no documents found (is the format {fmt!r} right?)")
+        say(f"read {n} documents; indexing")
+        indexed = anserini.index_build(work / "json", work / "index")
+        if indexed != n:
+            raise RetrievalError(f"{path}: read {n} documents but Anserini indexed {indexed}")
+        say(f"indexed {indexed} documents")
+        (work / "index").rename(final_dir)
+        try:
+            with transaction.atomic():
+                collection = Collection.objects.create(
+                    name=name, format=fmt, source_path=str(path.resolve()),
+                    index_path=str(final_dir), doc_count=n,
+                    anserini_version=anserini.anserini_version(),
+                    analyzer=anserini.analyzer_description(), checksum=checksum,
+                    status="ready",
+                )
+                docids_ensure(docids)
+        except BaseException:
+            shutil.rmtree(final_dir, ignore_errors=True)
+            raise
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    say(f"collection {name!r} ready: {n} documents in {final_dir}")
+    return collection
+
+
+def collection_delete(collection: Collection) -> None:
+    """Remove a collection, its runs and rankings, and its index directory."""
+    index_path = collection.index_path
+    with transaction.atomic():
+        collection.delete()
+    if index_path:
+        shutil.rmtree(index_path, ignore_errors=True)
+
+
+# --- retrieval runs -------------------------------------------------------------------------
+
+
+def model_spec(model: RetrievalModel) -> anserini.ModelSpec:
+    return anserini.ModelSpec(
+        kind=model.kind, k1=model.k1, b=model.b, mu=model.mu, base=model.sdm_base,
+        term_weight=model.term_weight, ordered_weight=model.ordered_weight,
+        unordered_weight=model.unordered_weight,
+    )
+
+
+def ranking_key(collection_id: int, model: RetrievalModel, depth: int, text: str) -> str:
+    """sha256 of collection id | model parameter signature | depth | query key."""
+    raw = f"{collection_id}|{model_spec(model).signature()}|{depth}|{query_key(text)}"
+    return hashlib.sha256(raw.encode("utf-8")).hexdigest()
+
+
+def _limit(text: str, limit: int) -> tuple[str, str]:
+    """Cut an over-long query at a word boundary; returns (text, note)."""
+    if len(text) <= limit:
+        return text, ""
+    cut = text[:limit]
+    if " " in cut and not text[limit].isspace():
+        cut = cut.rsplit(" ", 1)[0]
+    return cut, f"query truncated from {len(text)} to {len(cut)} characters (MAX_QUERY_CHARS={limit})"
+
+
+def _run_queries(topic_set, source: str) -> list[dict]:
+    from crowd.models import Topic
+
+    topics = {t.topic_id: t for t in Topic.objects.filter(topic_set=topic_set)}
+    rows = []
+    if source in ("titles", "descriptions"):
+        field, label = ("title", "title") if source == "titles" else ("description", "desc")
+        for tid in sorted(topics):
+            t = topics[tid]
+            rows.append(dict(topic=t, label=label, text=" ".join(getattr(t, field).split()),
+                             weight=1, users=""))
+    elif source == "variants":
+        from crowd.selectors import variant_groups
+
+        for g in variant_groups(topic_set.name):
+            rows.append(dict(topic=topics[g.topic_id], label=g.label, text=g.normalised,
+                             weight=g.count, users="\n".join(g.worker_ids)))
+    else:
+        raise RetrievalError(f"unknown query source {source!r}; use titles, descriptions or variants")
+    return rows
+
+
+def run_create(*, topic_set_name: str, collection_name: str, model_name: str,
+               depth: int = 1000, source: str = "titles") -> Run:
+    """Create a retrieval run and queue what is not yet retrieved.
+
+    One RunQuery per topic title ("title"), description ("desc") or distinct normalised
+    variant (its stable label; weight = sum of counts; users = worker ids, one a line).
+    Queries whose key already has a Ranking share it at once; the other keys are queued on
+    commit, ``RETRIEVAL_CHUNK_SIZE`` keys per task.
+    """
+    from crowd.models import TopicSet
+
+    from .selectors import collection_get, retrieval_model_get
+
+    if not 1 <= depth <= 10000:
+        raise RetrievalError(f"depth must be between 1 and 10000, got {depth}")
+    try:
+        topic_set = TopicSet.objects.get(name=topic_set_name)
+    except TopicSet.DoesNotExist:
+        raise RetrievalError(f"no topic set named {topic_set_name!r}") from None
+    collection = collection_get(collection_name)
+    if collection.status != "ready":
+        raise RetrievalError(f"collection {collection.name!r} is {collection.status}, not ready")
+    model = retrieval_model_get(model_name)
+    rows = _run_queries(topic_set, source)
+    if not rows:
+        raise RetrievalError(f"topic set {topic_set_name!r} has no {source} to retrieve")
+    limit = settings.MAX_QUERY_CHARS
+    with transaction.atomic():
+        run = Run.objects.create(kind=Run.KIND_RETRIEVAL, topic_set=topic_set,
+                                 collection=collection, model=model, source=source,
+                                 depth=depth, status="queued", total=len(rows))
+        queries = []
+        for r in rows:
+            text, note = _limit(r["text"], limit)
+            queries.append(RunQuery(run=run, topic=r["topic"], label=r["label"][:200],
+                                    query_text=text, weight=r["weight"], users=r["users"],
+                                    note=note,
+                                    key=ranking_key(collection.id, model, depth, text)))
+        keys = sorted({q.key for q in queries})
+        existing = dict(Ranking.objects.filter(key__in=keys).values_list("key", "id"))
+        for q in queries:
+            q.ranking_id = existing.get(q.key)
+        RunQuery.objects.bulk_create(queries, batch_size=2000)
+        pending = [k for k in keys if k not in existing]
+        chunk = max(1, settings.RETRIEVAL_CHUNK_SIZE)
+        chunks = [pending[i:i + chunk] for i in range(0, len(pending), chunk)]
+        run.completed = sum(1 for q in queries if q.ranking_id)
+        run.tasks_total = len(chunks)
+        if not chunks:
+            run.status, run.finished = "done", timezone.now()
+        run.save(update_fields=["completed", "tasks_total", "status", "finished"])
+        if chunks:
+            from .tasks import rankings_retrieve_task
+
+            run_id = run.id
+            for keys_chunk in chunks:
+                transaction.on_commit(
+                    lambda c=keys_chunk: rankings_retrieve_task.delay(run_id, c)
+                )
+    return run
+
+
+def rankings_retrieve(run_id: int, keys: list[str]) -> int:
+    """Retrieve the rankings of ``keys`` for a run's collection and model, store them
+    (replacing any earlier one with the same key), link every query waiting on them and
+    update progress. Idempotent. Returns the number of rankings stored."""
+    run = Run.objects.select_related("collection", "model").get(id=run_id)
+    Run.objects.filter(id=run_id, status="queued").update(status="running", started=timezone.now())
+    texts = dict(RunQuery.objects.filter(run_id=run_id, key__in=keys)
+                 .values_list("key", "query_text").distinct())
+    missing = set(keys) - set(texts)
+    if missing:
+        raise RetrievalError(f"run {run_id} has no queries with {len(missing)} of the keys given")
+    anserini.configure(settings.ANSERINI_JAVA_HOME)
+    started = time.perf_counter()
+    results = anserini.search_batch(run.collection.index_path, texts, model_spec(run.model),
+                                    k=run.depth, threads=settings.RETRIEVAL_THREADS)
+    searched = time.perf_counter()
+    ids = _vocabulary_ids({d for docids, _, _ in results.values() for d in docids})
+    objs = []
+    for key in sorted(results):
+        docids, scores, reason = results[key]
+        d, s = pack([ids[x] for x in docids], scores)
+        objs.append(Ranking(key=key, collection=run.collection, model=run.model,
+                            query_text=texts[key], depth=run.depth, length=len(docids),
+                            docids=d, scores=s, empty_reason=reason))
+    with transaction.atomic():
+        Ranking.objects.bulk_create(
+            objs, update_conflicts=True, unique_fields=["key"],
+            update_fields=["docids", "scores", "length", "empty_reason", "query_text"],
+        )
+        waiting = RunQuery.objects.filter(key__in=list(results), ranking__isnull=True)
+        affected = set(waiting.values_list("run_id", flat=True).distinct()) | {run_id}
+        waiting.update(ranking_id=Subquery(
+            Ranking.objects.filter(key=OuterRef("key")).values("id")[:1]))
+        Run.objects.filter(id=run_id).update(tasks_done=_f("tasks_done") + 1)
+        _progress_update(affected)
+    log.info("run %s: %d queries searched in %.2f s, stored in %.2f s", run_id, len(objs),
+             searched - started, time.perf_counter() - searched)
+    return len(objs)
+
+
+# docid string -> vocabulary id, per process. Vocabulary ids never change once assigned
+# (rows are only ever added, and rankings_retrieve adds them outside its transaction, so
+# only committed ids are cached): a worker looks each docid up once, not once per chunk.
+_vocab_cache: dict[str, int] = {}
+_VOCAB_CACHE_MAX = 5_000_000
+
+
+def _vocabulary_ids(strings: set[str]) -> dict[str, int]:
+    missing = [s for s in strings if s not in _vocab_cache]
+    if missing:
+        found = docids_ensure(missing)
+        if len(_vocab_cache) + len(found) > _VOCAB_CACHE_MAX:
+            _vocab_cache.clear()
+        _vocab_cache.update(found)
+        return {s: _vocab_cache.get(s) or found[s] for s in strings}
+    return _vocab_cache
+
+
+def vocabulary_cache_clear() -> None:
+    """Forget cached vocabulary ids (for tests that roll the database back)."""
+    _vocab_cache.clear()
+
+
+def _f(name):
+    from django.db.models import F
+
+    return F(name)
+
+
+def _progress_update(run_ids) -> None:
+    """Recount completed queries of runs and finish those with every query ranked."""
+    run_ids = list(run_ids)
+    if not run_ids:
+        return
+    done_count = (RunQuery.objects.filter(run=OuterRef("pk"), ranking__isnull=False)
+                  .order_by().values("run").annotate(n=Count("id")).values("n"))
+    Run.objects.filter(id__in=run_ids).update(completed=Subquery(done_count))
+    Run.objects.filter(id__in=run_ids, completed__gte=_f("total")).exclude(
+        status__in=["done", "failed"]).update(status="done", finished=timezone.now())
+
+
+def run_fail(run_id: int, message: str) -> None:
+    """Record that a task of the run failed for good."""
+    Run.objects.filter(id=run_id).update(
+        status="failed", tasks_failed=_f("tasks_failed") + 1,
+        error=message[:5000], finished=timezone.now())
+
+
+# --- system runs ----------------------------------------------------------------------------
+
+
+def system_run_import(path: str | Path, *, topic_set_name: str, tag: str | None = None) -> Run:
+    """Import a TREC run file as a system run of a topic set; all or nothing.
+
+    One RunQuery + Ranking per topic (label = the tag), ordered by (-score, docid). Every
+    topic id of the file must be a topic of the set.
+    """
+    from crowd.models import Topic, TopicSet
+
+    try:
+        topic_set = TopicSet.objects.get(name=topic_set_name)
+    except TopicSet.DoesNotExist:
+        raise RetrievalError(f"no topic set named {topic_set_name!r}") from None
+    topics = {t.topic_id: t for t in Topic.objects.filter(topic_set=topic_set)}
+    file_tag, rankings = read_run(path, topic_ids=topics)
+    tag = tag or file_tag
+    if not tag or any(c.isspace() for c in tag):
+        raise RetrievalError(f"run tag {tag!r} must be non-empty without spaces")
+    if Run.objects.filter(topic_set=topic_set, kind=Run.KIND_SYSTEM, tag=tag).exists():
+        raise RetrievalError(f"topic set {topic_set_name!r} already has a system run tagged {tag!r}")
+    with transaction.atomic():
+        ids = docids_ensure({d for docids, _ in rankings.values() for d in docids})
+        run = Run.objects.create(kind=Run.KIND_SYSTEM, topic_set=topic_set, source="system",
+                                 tag=tag, depth=max(len(d) for d, _ in rankings.values()),
+                                 status="done", total=len(rankings), completed=len(rankings),
+                                 finished=timezone.now())
+        for qid in sorted(rankings):
+            docids, scores = rankings[qid]
+            d, s = pack([ids[x] for x in docids], scores)
+            ranking = Ranking.objects.create(key=None, docids=d, scores=s, length=len(docids),
+                                             depth=len(docids))
+            RunQuery.objects.create(run=run, topic=topics[qid], label=tag, ranking=ranking)
+    return run

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from django.db.models import QuerySet
 
-from crowd.models import QueryVariant, Topic
+from crowd.models import QueryVariant, Topic, TopicSet
 
 # --- topics and variants ---------------------------------------------------------------
 
@@ -36,6 +36,15 @@ def variant_label(normalised: str) -> str:
     query, and runs made earlier keep their query ids.
     """
     return "v" + hashlib.sha1(normalised.encode("utf-8")).hexdigest()[:10]
+
+
+def topic_set_get(topic_set_name: str) -> TopicSet:
+    """The topic set of that name, or a ValueError naming the known sets."""
+    try:
+        return TopicSet.objects.get(name=topic_set_name)
+    except TopicSet.DoesNotExist:
+        known = ", ".join(TopicSet.objects.values_list("name", flat=True)[:20]) or "none"
+        raise ValueError(f"no topic set named {topic_set_name!r} (known: {known})") from None
 
 
 def topic_list(topic_set_name: str) -> QuerySet[Topic]:

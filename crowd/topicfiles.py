@@ -16,7 +16,8 @@ and every error is a :class:`ParseError` naming the file and the line.
     fields (``.A``, ``.B``, ``.N``, ...) are ignored. The topic id is the ``.I`` token
     exactly as written (``001`` stays ``001``). With ``ids="position"`` topics are
     numbered ``1, 2, ...`` in file order instead, as Cranfield's ``cranqrel`` numbers them.
-    The ``.W`` text is the description and the one statement.
+    The ``.W`` text is the description and the one statement; it is also the title (the
+    query) when the record has no ``.T``, so a title run retrieves SMART queries as is.
 ``trec``
     TREC ``<top>`` blocks with ``<num>``, ``<title>``, ``<desc>``, ``<narr>``; closing tags
     are optional and the labels ``Number:``, ``Topic:``, ``Description:``, ``Narrative:``
@@ -278,7 +279,7 @@ def parse_smart(lines: Iterable[tuple[int, str]], source: str) -> list[TopicReco
         records.append(
             TopicRecord(
                 topic_id=current["id"],
-                title=_clean(" ".join(current["T"])),
+                title=_clean(" ".join(current["T"])) or text,
                 description=text,
                 statements=(text,),
                 source=source,

@@ -165,12 +165,18 @@ def _limit(text: str, limit: int) -> tuple[str, str]:
 
 
 def _run_queries(topic_set, source: str) -> list[dict]:
-    from crowd.models import Topic
+    from crowd.selectors import topic_list
 
-    topics = {t.topic_id: t for t in Topic.objects.filter(topic_set=topic_set)}
+    topics = {t.topic_id: t for t in topic_list(topic_set.name)}
     rows = []
     if source in ("titles", "descriptions"):
         field, label = ("title", "title") if source == "titles" else ("description", "desc")
+        if topics and not any(getattr(t, field).strip() for t in topics.values()):
+            other = "descriptions" if source == "titles" else "titles"
+            raise RetrievalError(
+                f"no topic of set {topic_set.name!r} has a {field}: nothing to retrieve "
+                f"(try --source {other})"
+            )
         for tid in sorted(topics):
             t = topics[tid]
             rows.append(dict(topic=t, label=label, text=" ".join(getattr(t, field).split()),
@@ -195,16 +201,16 @@ def run_create(*, topic_set_name: str, collection_name: str, model_name: str,
     Queries whose key already has a Ranking share it at once; the other keys are queued on
     commit, ``RETRIEVAL_CHUNK_SIZE`` keys per task.
     """
-    from crowd.models import TopicSet
+    from crowd.selectors import topic_set_get
 
     from .selectors import collection_get, retrieval_model_get
 
     if not 1 <= depth <= 10000:
         raise RetrievalError(f"depth must be between 1 and 10000, got {depth}")
     try:
-        topic_set = TopicSet.objects.get(name=topic_set_name)
-    except TopicSet.DoesNotExist:
-        raise RetrievalError(f"no topic set named {topic_set_name!r}") from None
+        topic_set = topic_set_get(topic_set_name)
+    except ValueError as exc:
+        raise RetrievalError(str(exc)) from None
     collection = collection_get(collection_name)
     if collection.status != "ready":
         raise RetrievalError(f"collection {collection.name!r} is {collection.status}, not ready")
@@ -345,13 +351,13 @@ def system_run_import(path: str | Path, *, topic_set_name: str, tag: str | None 
     One RunQuery + Ranking per topic (label = the tag), ordered by (-score, docid). Every
     topic id of the file must be a topic of the set.
     """
-    from crowd.models import Topic, TopicSet
+    from crowd.selectors import topic_list, topic_set_get
 
     try:
-        topic_set = TopicSet.objects.get(name=topic_set_name)
-    except TopicSet.DoesNotExist:
-        raise RetrievalError(f"no topic set named {topic_set_name!r}") from None
-    topics = {t.topic_id: t for t in Topic.objects.filter(topic_set=topic_set)}
+        topic_set = topic_set_get(topic_set_name)
+    except ValueError as exc:
+        raise RetrievalError(str(exc)) from None
+    topics = {t.topic_id: t for t in topic_list(topic_set_name)}
     file_tag, rankings = read_run(path, topic_ids=topics)
     tag = tag or file_tag
     if not tag or any(c.isspace() for c in tag):

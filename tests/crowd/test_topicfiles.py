@@ -125,6 +125,8 @@ def test_smart_ids_titles_and_text(tmp_path):
     assert records[0].statements == ("first line second line",)
     assert records[1].statements == ("third query",)
     assert records[1].line == 9
+    # Without a .T the query text is the title too: a title run retrieves the query.
+    assert records[1].title == "third query"
 
 
 def test_smart_ids_by_position(tmp_path):

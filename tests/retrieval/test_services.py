@@ -13,7 +13,7 @@ from retrieval import anserini
 from retrieval.models import Collection, Docid, Ranking, Run, RunQuery
 from retrieval.rankings import unpack
 from retrieval.selectors import docid_strings, ranking_records
-from retrieval.services import rankings_retrieve, run_create
+from retrieval.services import RetrievalError, rankings_retrieve, run_create
 
 pytestmark = pytest.mark.django_db
 
@@ -40,6 +40,15 @@ def topics(cacm_queries):
         Topic.objects.create(topic_set=ts, topic_id=qid, title=cacm_queries[qid],
                              description=cacm_queries[qid] + " please")
     return ts
+
+
+def test_run_create_refuses_a_source_field_no_topic_has(cacm, cacm_queries):
+    ts = TopicSet.objects.create(name="untitled")
+    Topic.objects.create(topic_set=ts, topic_id="1", description=cacm_queries["1"])
+    with pytest.raises(RetrievalError, match="has a title.*--source descriptions"):
+        run_create(topic_set_name="untitled", collection_name="cacm", model_name="bm25",
+                   source="titles")
+    assert not Run.objects.filter(topic_set=ts).exists()
 
 
 def test_import_collection_records_everything(cacm):

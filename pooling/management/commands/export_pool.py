@@ -1,0 +1,58 @@
+"""Write a pool's documents in priority order."""
+import csv
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from pooling import selectors
+
+
+def _weight(w: float) -> str:
+    return repr(float(w))
+
+
+class Command(BaseCommand):
+    help = (
+        "Write every pooled document, topic by topic, in priority order. Formats: "
+        "txt = 'topic docid weight min_rank users systems' (space separated); "
+        "csv = the same columns with a header; "
+        "trec = a TREC run-format judging list 'topic Q0 docid priority weight pool', where "
+        "priority is the 1-based judging order and weight the aggregate (RBP) weight."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("pool", help="pool id or name")
+        parser.add_argument("--out", required=True, help="output file ('-' for standard output)")
+        parser.add_argument("--format", default="txt", choices=["txt", "csv", "trec"])
+
+    def handle(self, *args, **o):
+        try:
+            pool = selectors.pool_get(o["pool"])
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        if pool.status != pool.STATUS_DONE:
+            raise CommandError(f"pool {pool.label} is {pool.status}, not done")
+        to_stdout = o["out"] == "-"
+        out = self.stdout if to_stdout else open(Path(o["out"]), "w", newline="")
+        n = 0
+        try:
+            fmt = o["format"]
+            if fmt == "csv":
+                w = csv.writer(out)
+                w.writerow(["topic", "docid", "weight", "min_rank", "users", "systems"])
+            tag = pool.label.replace(" ", "_")
+            for d in selectors.pool_documents(pool):
+                if fmt == "csv":
+                    w.writerow([d.topic_id, d.docid, _weight(d.weight), d.min_rank, d.users,
+                                d.systems])
+                elif fmt == "trec":
+                    out.write(f"{d.topic_id} Q0 {d.docid} {d.rank} {_weight(d.weight)} {tag}\n")
+                else:
+                    out.write(f"{d.topic_id} {d.docid} {_weight(d.weight)} {d.min_rank} "
+                              f"{d.users} {d.systems}\n")
+                n += 1
+        finally:
+            if not to_stdout:
+                out.close()
+        if o["out"] != "-":
+            self.stderr.write(f"wrote {n} documents of pool {pool.label} to {o['out']}")

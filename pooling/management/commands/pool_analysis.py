@@ -1,0 +1,131 @@
+"""Pool analyses as JSON (standard output, or --out FILE.json) or CSV (--out FILE.csv).
+
+    pool_analysis sizes POOL
+    pool_analysis growth --topic-set T [--sources users systems] [--depths 10 100]
+                         [--orders 10] [--seed 0] [--model M]
+    pool_analysis rbo --topic-set T [--p 0.9] [--reference {titles,pairs}] [--model M]
+    pool_analysis coverage --qrels Q POOL [POOL ...]
+    pool_analysis scatter POOL [--qrels Q]
+"""
+import csv
+import json
+
+from django.core.management.base import BaseCommand, CommandError
+
+from pooling import selectors
+
+
+class Command(BaseCommand):
+    help = (
+        "Pool analyses: sizes, growth (users and systems, log-log exponent), rank-biased "
+        "overlap with a one-sided Mann-Whitney U, coverage against qrels, and shallowest "
+        "rank against aggregate weight. JSON by default; --out FILE.csv writes a table."
+    )
+
+    def add_arguments(self, parser):
+        sub = parser.add_subparsers(dest="analysis", required=True)
+
+        def add(name, help_text):
+            p = sub.add_parser(name, help=help_text)
+            p.add_argument("--out", default=None, help="FILE.csv or FILE.json (default: JSON "
+                                                       "on standard output)")
+            return p
+
+        p = add("sizes", "pool size per topic and the mean")
+        p.add_argument("pool")
+        p = add("growth", "pool size as users / systems are added")
+        p.add_argument("--topic-set", required=True)
+        p.add_argument("--sources", nargs="+", default=["users", "systems"],
+                       choices=["users", "systems"])
+        p.add_argument("--depths", nargs="+", type=int, default=[10, 100])
+        p.add_argument("--orders", type=int, default=10, help="random orders to average")
+        p.add_argument("--seed", type=int, default=0)
+        p.add_argument("--model", default=None)
+        p = add("rbo", "RBO of user rankings (vs the title ranking or pairwise) and of "
+                       "system run pairs")
+        p.add_argument("--topic-set", required=True)
+        p.add_argument("--p", type=float, default=0.9)
+        p.add_argument("--reference", choices=["titles", "pairs"], default="titles")
+        p.add_argument("--model", default=None)
+        p.add_argument("--max-pairs", type=int, default=2000,
+                       help="pairs per topic and group at most (a seeded sample beyond)")
+        p.add_argument("--seed", type=int, default=0)
+        p = add("coverage", "size, %% relevant, %% non-relevant, %% unjudged per topic")
+        p.add_argument("pools", nargs="+")
+        p.add_argument("--qrels", required=True)
+        p = add("scatter", "shallowest rank and aggregate weight of every pooled document")
+        p.add_argument("pool")
+        p.add_argument("--qrels", default=None)
+
+    def handle(self, *args, **o):
+        try:
+            data, header, rows = getattr(self, f"_{o['analysis']}")(o)
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        out = o.get("out")
+        if out and out.endswith(".csv"):
+            with open(out, "w", newline="") as f:
+                w = csv.writer(f)
+                w.writerow(header)
+                w.writerows(rows)
+            self.stderr.write(f"wrote {len(rows)} rows to {out}")
+        elif out:
+            with open(out, "w") as f:
+                json.dump(data, f, indent=1)
+            self.stderr.write(f"wrote {out}")
+        else:
+            self.stdout.write(json.dumps(data))
+
+    def _sizes(self, o):
+        s = selectors.pool_size_summary(selectors.pool_get(o["pool"]))
+        rows = [[t, n] for t, n in s["sizes"].items()] + [["mean", s["mean_size"]]]
+        return s, ["topic", "size"], rows
+
+    def _growth(self, o):
+        data = {
+            src: selectors.pool_growth_analysis(
+                o["topic_set"], sources=src, depths=o["depths"], model_name=o["model"],
+                orders=o["orders"], seed=o["seed"],
+            )
+            for src in o["sources"]
+        }
+        rows = []
+        for src, res in data.items():
+            for depth, curve in res["curves"].items():
+                fit = res["fit"][depth]
+                for k, n in enumerate(curve["n"]):
+                    rows.append([src, depth, n, curve["topics"][k], curve["ordered"][k],
+                                 curve["random"][k], fit["c"], fit["x"]])
+        header = ["sources", "depth", "n", "topics", "ordered_mean_size", "random_mean_size",
+                  "fit_c", "fit_x"]
+        return data, header, rows
+
+    def _rbo(self, o):
+        data = selectors.rbo_analysis(
+            o["topic_set"], p=o["p"], reference=o["reference"], model_name=o["model"],
+            max_pairs=o["max_pairs"], seed=o["seed"],
+        )
+        rows = [[group, r["topic"], r["a"], r["b"], r["min"], r["res"], r["ext"]]
+                for group in ("user", "system") for r in data[group]]
+        return data, ["group", "topic", "a", "b", "rbo_min", "rbo_res", "rbo_ext"], rows
+
+    def _coverage(self, o):
+        qrels = selectors.qrels_get(o["qrels"])
+        data, rows = {}, []
+        cols = ["size", "relevant", "nonrelevant", "unjudged", "pct_relevant",
+                "pct_nonrelevant", "pct_unjudged"]
+        for ref in o["pools"]:
+            pool = selectors.pool_get(ref)
+            cov = selectors.pool_coverage(pool, qrels)
+            data[pool.label] = {"sources": pool.sources, **cov}
+            rows += [[pool.label, pool.sources, r["topic"]] + [r[c] for c in cols]
+                     for r in cov["rows"] + [cov["mean"]]]
+        return {"qrels": qrels.name, "pools": data}, ["pool", "sources", "topic"] + cols, rows
+
+    def _scatter(self, o):
+        pool = selectors.pool_get(o["pool"])
+        qrels = selectors.qrels_get(o["qrels"]) if o["qrels"] else None
+        points = selectors.pool_rank_weight_points(pool, qrels)
+        cols = ["topic", "docid", "min_rank", "weight", "users", "systems", "judged", "relevant"]
+        return ({"pool": pool.label, "qrels": qrels.name if qrels else None, "points": points},
+                cols, [[p[c] for c in cols] for p in points])

@@ -1,0 +1,124 @@
+"""Pools of documents to judge, and imported relevance judgments (qrels).
+
+Pooled documents are stored compactly: one :class:`PoolTopic` row per pool and topic with
+packed little-endian arrays in priority order (``docids``: int32 ids into the retrieval
+docid vocabulary; ``weights``: float64; ``min_rank``, ``users``, ``systems``: int32), never
+one row per document — a depth-1000 pool over 10k variants holds millions of documents.
+
+Imported qrels are one row per judgment (topic, intent, docid, grade): they are read by
+topic and joined to pools by docid string, and are written in batches.
+"""
+from django.db import models
+
+
+class Qrels(models.Model):
+    """A named set of relevance judgments imported from a TREC qrels file."""
+
+    FORMAT_ADHOC = "adhoc"
+    FORMAT_DIVERSITY = "diversity"
+    FORMAT_CHOICES = [
+        (FORMAT_ADHOC, "ad hoc: topic iter docid rel"),
+        (FORMAT_DIVERSITY, "diversity: topic subtopic docid rel"),
+    ]
+
+    name = models.CharField(max_length=100, unique=True)
+    format = models.CharField(max_length=10, choices=FORMAT_CHOICES)
+    source_file = models.TextField(blank=True, default="")
+    checksum = models.CharField(max_length=64, blank=True, default="")
+    judgments_count = models.PositiveIntegerField(default=0)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name_plural = "qrels"
+
+    def __str__(self):
+        return self.name
+
+
+class QrelsJudgment(models.Model):
+    """One line of a qrels file. ``intent_id`` is the subtopic for diversity qrels and the
+    (conventionally ignored) iteration column, usually "0", for ad hoc qrels."""
+
+    qrels = models.ForeignKey(Qrels, on_delete=models.CASCADE, related_name="judgments")
+    topic_id = models.CharField(max_length=100)
+    intent_id = models.CharField(max_length=100, default="0")
+    docid = models.CharField(max_length=255)
+    grade = models.SmallIntegerField()
+
+    class Meta:
+        indexes = [models.Index(fields=["qrels", "topic_id"], name="qrelsjudgment_topic")]
+
+
+class Pool(models.Model):
+    """A pool built from the stored rankings of a topic set."""
+
+    SOURCES_USERS = "users"
+    SOURCES_SYSTEMS = "systems"
+    SOURCES_COMBINED = "combined"
+    SOURCES_CHOICES = [
+        (SOURCES_USERS, "user query variants"),
+        (SOURCES_SYSTEMS, "system runs"),
+        (SOURCES_COMBINED, "users and systems"),
+    ]
+    STRATEGY_CHOICES = [("depth", "depth-d union"), ("rbp", "RBP-weighted priority")]
+    SCOPE_CHOICES = [("topic", "per topic"), ("global", "over all topics")]
+    STATUS_QUEUED = "queued"
+    STATUS_RUNNING = "running"
+    STATUS_DONE = "done"
+    STATUS_FAILED = "failed"
+    STATUS_CHOICES = [
+        (STATUS_QUEUED, "queued"),
+        (STATUS_RUNNING, "running"),
+        (STATUS_DONE, "done"),
+        (STATUS_FAILED, "failed"),
+    ]
+
+    name = models.CharField(max_length=100, unique=True, null=True, blank=True)
+    topic_set = models.ForeignKey("crowd.TopicSet", on_delete=models.CASCADE, related_name="pools")
+    sources = models.CharField(max_length=10, choices=SOURCES_CHOICES)
+    strategy = models.CharField(max_length=10, choices=STRATEGY_CHOICES, default="depth")
+    depth = models.PositiveIntegerField()
+    p = models.FloatField(default=0.95)
+    budget = models.PositiveIntegerField(null=True, blank=True)
+    budget_scope = models.CharField(max_length=10, choices=SCOPE_CHOICES, default="topic")
+    model = models.ForeignKey(
+        "retrieval.RetrievalModel", null=True, blank=True, on_delete=models.PROTECT
+    )
+    status = models.CharField(max_length=10, choices=STATUS_CHOICES, default=STATUS_QUEUED)
+    progress = models.FloatField(default=0.0)
+    error = models.TextField(blank=True, default="")
+    topics_count = models.PositiveIntegerField(default=0)
+    documents_count = models.PositiveIntegerField(default=0)
+    created = models.DateTimeField(auto_now_add=True)
+    finished = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created", "-id"]
+
+    def __str__(self):
+        return self.label
+
+    @property
+    def label(self) -> str:
+        """The name given to the pool, else ``pool-<id>``."""
+        return self.name or f"pool-{self.pk}"
+
+
+class PoolTopic(models.Model):
+    """The documents of one topic of a pool, in priority order, as packed arrays."""
+
+    pool = models.ForeignKey(Pool, on_delete=models.CASCADE, related_name="topics")
+    topic_id = models.CharField(max_length=100)
+    size = models.PositiveIntegerField(default=0)
+    docids = models.BinaryField()
+    weights = models.BinaryField()
+    min_rank = models.BinaryField()
+    users = models.BinaryField()
+    systems = models.BinaryField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["pool", "topic_id"], name="uniq_pool_topic"),
+        ]
+        ordering = ["pool", "topic_id"]

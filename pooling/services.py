@@ -1,0 +1,258 @@
+"""Writes of pooling data: pools built from stored rankings, imported qrels.
+
+The function that writes owns the transaction; queueing a task happens on commit. The
+mathematics lives in plain modules (:mod:`pooling.pools`, :mod:`pooling.qrelsio`); this
+module moves data between them and the database.
+
+Document ids inside the mathematics are dense integers whose numeric order equals the
+docid *string* order, so integer tie-breaks there are the house tie-break (-score, docid).
+Vocabulary ids (retrieval's int32 ``Docid`` ids) are in insertion order, so they are
+remapped here before the mathematics runs and mapped back afterwards.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+from django.db import transaction
+from django.utils import timezone
+
+from retrieval.selectors import retrieval_model_get
+
+from . import pools as pool_maths
+from . import qrelsio
+from .models import Pool, PoolTopic, Qrels, QrelsJudgment
+from .selectors import (
+    COUNT_DTYPE,
+    ID_DTYPE,
+    SOURCE_KINDS,
+    WEIGHT_DTYPE,
+    DocidRemap,
+    ranking_contributions,
+)
+
+log = logging.getLogger(__name__)
+
+POOL_TOPIC_BATCH = 20  # rows hold arrays of up to a few MB each
+JUDGMENT_BATCH = 5000
+PROGRESS_EVERY_SECONDS = 2.0
+
+
+# --- pools -----------------------------------------------------------------------------
+
+
+def _topic_set_get(name: str):
+    # crowd has no selectors module yet; this is the only read of its models here.
+    from crowd.models import TopicSet
+
+    try:
+        return TopicSet.objects.get(name=name)
+    except TopicSet.DoesNotExist:
+        known = ", ".join(TopicSet.objects.values_list("name", flat=True)) or "none"
+        raise ValueError(f"no topic set named {name!r} (known: {known})") from None
+
+
+def pool_create(
+    *,
+    topic_set_name: str,
+    sources: str,
+    depth: int,
+    strategy: str = "depth",
+    p: float = 0.95,
+    budget: int | None = None,
+    budget_scope: str = "topic",
+    model_name: str | None = None,
+    name: str | None = None,
+    enqueue: bool = False,
+) -> Pool:
+    """Validate the parameters and record a queued pool; with ``enqueue`` the build task is
+    queued once the pool row is committed."""
+    if sources not in SOURCE_KINDS:
+        raise ValueError(f"sources must be one of {sorted(SOURCE_KINDS)}, not {sources!r}")
+    pool_maths.validate_pool_params(
+        strategy, int(depth), float(p), int(budget) if budget is not None else None, budget_scope
+    )
+    if name is not None and Pool.objects.filter(name=name).exists():
+        raise ValueError(f"a pool named {name!r} already exists")
+    topic_set = _topic_set_get(topic_set_name)
+    model = retrieval_model_get(model_name) if model_name else None
+    with transaction.atomic():
+        pool = Pool.objects.create(
+            name=name or None,
+            topic_set=topic_set,
+            sources=sources,
+            strategy=strategy,
+            depth=int(depth),
+            p=float(p),
+            budget=int(budget) if budget is not None else None,
+            budget_scope=budget_scope,
+            model=model,
+        )
+        if enqueue:
+            from .tasks import pool_build_task
+
+            pool_id = pool.id
+            transaction.on_commit(lambda: pool_build_task.delay(pool_id))
+    return pool
+
+
+def pool_build(pool_id: int, *, progress: Callable[[float], None] | None = None) -> Pool:
+    """Build a recorded pool from the stored rankings and store its documents.
+
+    Idempotent: a retried build replaces any topics a failed attempt left. On error the
+    pool is marked failed with the message and the error is raised again (the task retries
+    database connection errors, which set the pool running again).
+    """
+    pool = Pool.objects.select_related("topic_set", "model").get(pk=pool_id)
+    Pool.objects.filter(pk=pool.pk).update(status=Pool.STATUS_RUNNING, progress=0.0, error="")
+    try:
+        n_topics = max(1, pool.topic_set.topics.count())
+        last = [0.0]
+
+        def on_topic(seen: int):
+            now = time.monotonic()
+            if now - last[0] >= PROGRESS_EVERY_SECONDS:
+                last[0] = now
+                _progress_set(pool, 0.6 * min(1.0, seen / n_topics), progress)
+
+        _records, contributions, remap = ranking_contributions(
+            pool.topic_set.name,
+            pool.sources,
+            model_name=pool.model.name if pool.model else None,
+            on_topic=on_topic,
+        )
+        if not contributions:
+            raise ValueError(
+                f"topic set {pool.topic_set.name!r} has no stored {pool.sources} rankings"
+                + (f" for model {pool.model.name!r}" if pool.model else "")
+            )
+        _progress_set(pool, 0.6, progress)
+        kwargs = dict(strategy=pool.strategy, depth=pool.depth, p=pool.p)
+        if pool.budget is not None:
+            kwargs.update(budget=pool.budget, budget_scope=pool.budget_scope)
+        built = pool_maths.pool_build(contributions, **kwargs)
+        _progress_set(pool, 0.8, progress)
+        rows = [_pool_topic_row(pool, tp, remap) for _, tp in sorted(built.items())]
+        with transaction.atomic():
+            PoolTopic.objects.filter(pool=pool).delete()
+            for start in range(0, len(rows), POOL_TOPIC_BATCH):
+                PoolTopic.objects.bulk_create(rows[start : start + POOL_TOPIC_BATCH])
+            Pool.objects.filter(pk=pool.pk).update(
+                status=Pool.STATUS_DONE,
+                progress=1.0,
+                topics_count=len(rows),
+                documents_count=sum(r.size for r in rows),
+                finished=timezone.now(),
+            )
+    except Exception as exc:
+        Pool.objects.filter(pk=pool.pk).update(
+            status=Pool.STATUS_FAILED, error=f"{type(exc).__name__}: {exc}", finished=timezone.now()
+        )
+        raise
+    if progress is not None:
+        progress(1.0)
+    pool.refresh_from_db()
+    return pool
+
+
+def _progress_set(pool: Pool, value: float, callback):
+    Pool.objects.filter(pk=pool.pk).update(progress=float(value))
+    if callback is not None:
+        callback(float(value))
+
+
+def _pool_topic_row(pool: Pool, tp, remap: DocidRemap) -> PoolTopic:
+    dense = np.asarray(tp.docids, dtype=np.int64)
+    return PoolTopic(
+        pool=pool,
+        topic_id=str(tp.topic_id),
+        size=int(dense.shape[0]),
+        docids=remap.to_vocab(dense).astype(ID_DTYPE).tobytes(),
+        weights=np.asarray(tp.weights, dtype=WEIGHT_DTYPE).tobytes(),
+        min_rank=np.asarray(tp.min_rank, dtype=COUNT_DTYPE).tobytes(),
+        users=np.asarray(tp.users, dtype=COUNT_DTYPE).tobytes(),
+        systems=np.asarray(tp.systems, dtype=COUNT_DTYPE).tobytes(),
+    )
+
+
+def pool_delete(pool: Pool) -> None:
+    with transaction.atomic():
+        pool.delete()
+
+
+# --- qrels -----------------------------------------------------------------------------
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def qrels_import(path, *, format: str, name: str) -> Qrels:
+    """Import a TREC qrels file (``adhoc``: topic iter docid rel; ``diversity``: topic
+    subtopic docid rel; ``.gz`` accepted). All or nothing: a malformed line raises a
+    ``ValueError`` naming the file and line, and nothing is stored."""
+    path = Path(path)
+    if format not in (Qrels.FORMAT_ADHOC, Qrels.FORMAT_DIVERSITY):
+        raise ValueError(f"qrels format must be adhoc or diversity, not {format!r}")
+    if not path.is_file():
+        raise ValueError(f"no such qrels file: {path}")
+    if Qrels.objects.filter(name=name).exists():
+        raise ValueError(f"qrels named {name!r} already exist")
+    reader = (
+        qrelsio.read_adhoc_qrels if format == Qrels.FORMAT_ADHOC else qrelsio.read_diversity_qrels
+    )
+    checksum = _sha256(path)
+    with transaction.atomic():
+        qrels = Qrels.objects.create(
+            name=name, format=format, source_file=path.name, checksum=checksum
+        )
+        batch: list[QrelsJudgment] = []
+        count = 0
+        for rec in reader(path):
+            _judgment_check(path, rec)
+            batch.append(
+                QrelsJudgment(
+                    qrels=qrels,
+                    topic_id=str(rec.topic_id),
+                    intent_id=rec.iteration if format == Qrels.FORMAT_ADHOC else rec.subtopic,
+                    docid=rec.docid,
+                    grade=rec.rel,
+                )
+            )
+            if len(batch) >= JUDGMENT_BATCH:
+                QrelsJudgment.objects.bulk_create(batch)
+                count += len(batch)
+                batch = []
+        if batch:
+            QrelsJudgment.objects.bulk_create(batch)
+            count += len(batch)
+        if count == 0:
+            raise ValueError(f"{path}: no judgments found")
+        qrels.judgments_count = count
+        qrels.save(update_fields=["judgments_count"])
+    return qrels
+
+
+def _judgment_check(path: Path, rec) -> None:
+    """Refuse values the table cannot hold, naming the offending judgment."""
+    second = getattr(rec, "subtopic", None) or getattr(rec, "iteration", "")
+    where = f"{path}: judgment {' '.join(map(str, rec))!r}"
+    if len(rec.topic_id) > 100 or len(second) > 100:
+        raise ValueError(f"{where}: topic and intent ids are at most 100 characters")
+    if len(rec.docid) > 255:
+        raise ValueError(f"{where}: docids are at most 255 characters")
+    if not -32768 <= rec.rel <= 32767:
+        raise ValueError(f"{where}: grade out of range")
+
+
+def qrels_delete(qrels: Qrels) -> None:
+    with transaction.atomic():
+        qrels.delete()

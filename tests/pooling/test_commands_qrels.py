@@ -1,0 +1,109 @@
+"""import_qrels and qrels_stats on the TREC Web 2011 qrels, with expectations computed here
+in plain Python from the file itself."""
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from pooling.models import Qrels, QrelsJudgment
+
+
+def expected_stats(path) -> dict:
+    topics, intents, judged, relevant = set(), defaultdict(set), defaultdict(set), defaultdict(set)
+    grades = Counter()
+    for line in open(path):
+        if not line.strip():
+            continue
+        t, intent, d, rel = line.split()
+        rel = int(rel)
+        topics.add(t)
+        grades[rel] += 1
+        if rel >= 0:
+            judged[t].add(d)
+        if rel > 0:
+            relevant[t].add(d)
+            intents[t].add(intent)
+    n = len(topics)
+    return {
+        "topics": n,
+        "intents_per_topic": sum(len(intents[t]) for t in topics) / n,
+        "judged_per_topic": sum(len(judged[t]) for t in topics) / n,
+        "relevant_per_topic": sum(len(relevant[t]) for t in topics) / n,
+        "grades": {str(g): grades[g] for g in sorted(grades)},
+    }
+
+
+def stats_json(name: str) -> dict:
+    out = StringIO()
+    call_command("qrels_stats", "--name", name, "--json", stdout=out)
+    return json.loads(out.getvalue())
+
+
+@pytest.mark.django_db
+def test_web2011_diversity_qrels_import_and_stats(shared_data):
+    path = shared_data / "trec-web-diversity" / "2011" / "qrels.diversity.txt"
+    out = StringIO()
+    call_command("import_qrels", str(path), "--format", "diversity", "--name", "web11-div",
+                 stdout=out)
+    lines = [ln for ln in open(path) if ln.strip()]
+    assert f"imported {len(lines)} judgments" in out.getvalue()
+    qrels = Qrels.objects.get(name="web11-div")
+    assert qrels.judgments_count == len(lines) == QrelsJudgment.objects.count()
+    assert len(qrels.checksum) == 64
+    first = lines[0].split()
+    j = QrelsJudgment.objects.order_by("id").first()
+    assert [j.topic_id, j.intent_id, j.docid, j.grade] == first[:3] + [int(first[3])]
+
+    got = stats_json("web11-div")
+    want = expected_stats(path)
+    assert got["topics"] == want["topics"] == 50
+    assert got["grades"] == want["grades"]
+    assert "-2" in got["grades"]  # junk judgments are kept and counted
+    for key in ("intents_per_topic", "judged_per_topic", "relevant_per_topic"):
+        assert got[key] == pytest.approx(want[key]), key
+
+
+@pytest.mark.django_db
+def test_web2011_adhoc_qrels_stats(shared_data):
+    path = shared_data / "trec-web-diversity" / "2011" / "qrels.adhoc.txt"
+    call_command("import_qrels", str(path), "--format", "adhoc", "--name", "web11",
+                 stdout=StringIO())
+    got = stats_json("web11")
+    want = expected_stats(path)
+    # ad hoc: every topic with a relevant document has exactly one "intent" (iteration 0)
+    assert got == {**want, "intents_per_topic": pytest.approx(want["intents_per_topic"]),
+                   "judged_per_topic": pytest.approx(want["judged_per_topic"]),
+                   "relevant_per_topic": pytest.approx(want["relevant_per_topic"])}
+
+
+@pytest.mark.django_db
+def test_malformed_qrels_name_file_and_line_and_import_nothing(tmp_path):
+    good = "".join(f"7 0 doc-{i} {i % 3}\n" for i in range(6000))  # more than one batch
+    bad = tmp_path / "bad.qrels"
+    bad.write_text(good + "\n# a comment\n7 0 doc-x relevant\n")
+    with pytest.raises(CommandError, match=rf"{bad}:6003: relevance must be an integer"):
+        call_command("import_qrels", str(bad), "--format", "adhoc", "--name", "bad")
+    short = tmp_path / "short.qrels"
+    short.write_text("7 1 doc-a 1\n7 doc-b 1\n")
+    with pytest.raises(CommandError, match=rf"{short}:2: expected 4 fields, got 3"):
+        call_command("import_qrels", str(short), "--format", "diversity", "--name", "short")
+    assert Qrels.objects.count() == 0 and QrelsJudgment.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_import_qrels_refuses_duplicate_names_and_missing_files(tmp_path):
+    f = tmp_path / "q.txt"
+    f.write_text("1 0 d1 1\n")
+    call_command("import_qrels", str(f), "--format", "adhoc", "--name", "q", stdout=StringIO())
+    with pytest.raises(CommandError, match="already exist"):
+        call_command("import_qrels", str(f), "--format", "adhoc", "--name", "q")
+    with pytest.raises(CommandError, match="no such qrels file"):
+        call_command("import_qrels", str(tmp_path / "nope"), "--format", "adhoc", "--name", "x")
+    with pytest.raises(CommandError, match="no qrels named"):
+        call_command("qrels_stats", "--name", "nope", "--json")
+    assert Qrels.objects.get().judgments_count == 1

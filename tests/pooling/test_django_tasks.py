@@ -1,0 +1,116 @@
+"""The pool build task on a real Celery worker process, over Redis, against PostgreSQL.
+
+The worker is a separate process (``celery -A config worker``), so the test database must
+be one both processes can open: it runs on PostgreSQL only and skips on SQLite, and skips
+when Redis is absent. Redis database 14 and a queue name unique to the run keep it apart
+from any other worker.
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from django.db import connection
+
+from pooling.models import Pool
+from tests.pooling.test_django_pools import expected_depth_union, rankings_db  # noqa: F401
+
+ROOT = Path(__file__).resolve().parents[2]
+REDIS_URL = "redis://127.0.0.1:6379/14"
+
+
+def _port_open(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(1)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+@pytest.fixture
+def celery_worker_process(transactional_db, tmp_path):
+    if connection.vendor != "postgresql":
+        pytest.skip("needs PostgreSQL: a worker process cannot share the SQLite test database")
+    if not _port_open(6379):
+        pytest.skip("needs Redis at 127.0.0.1:6379")
+    from config.celery_app import app
+
+    queue = f"pooling-test-{uuid.uuid4().hex[:12]}"
+    keys = ("broker_url", "broker_transport_options", "task_default_queue")
+    saved = {k: app.conf.get(k) for k in keys}
+    app.conf.update(broker_url=REDIS_URL, broker_transport_options={},
+                    task_default_queue=queue)
+    app._pool = None  # drop any pool opened for the previous broker
+    s = connection.settings_dict
+    env = {
+        **os.environ,
+        "DEBUG": "1",
+        "DATABASE_URL": f"postgres://{s['USER'] or 'postgres'}@{s['HOST'] or '127.0.0.1'}:"
+                        f"{s['PORT'] or 5432}/{s['NAME']}",
+        "CELERY_BROKER_URL": REDIS_URL,
+        "CELERY_TASK_DEFAULT_QUEUE": queue,
+        "DATA_DIR": str(tmp_path),
+    }
+    log = open(tmp_path / "worker.log", "w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool", "solo",
+         "-Q", queue, "--without-gossip", "--without-mingle", "--without-heartbeat",
+         "--loglevel", "INFO"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+    )
+    try:
+        yield proc, tmp_path / "worker.log"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+        with app.connection_for_write(REDIS_URL) as conn:
+            conn.default_channel.queue_delete(queue)
+        app.conf.update(saved)
+        app._pool = None
+
+
+def _wait_for(pool_id: int, timeout: float, log: Path) -> Pool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        pool = Pool.objects.get(pk=pool_id)
+        if pool.status in (Pool.STATUS_DONE, Pool.STATUS_FAILED):
+            return pool
+        time.sleep(0.3)
+    raise AssertionError(f"pool {pool_id} still {pool.status} after {timeout}s:\n"
+                         + log.read_text()[-3000:])
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_build_pool_async_runs_on_a_real_worker(celery_worker_process, rankings_db):
+    proc, log = celery_worker_process
+    out = StringIO()
+    call_command("build_pool", "--topic-set", "ts", "--sources", "combined", "--depth", "2",
+                 "--name", "queued", "--async", "--json", stdout=out)
+    assert json.loads(out.getvalue()) == {"pool": "queued", "status": "queued"}
+    pool = _wait_for(Pool.objects.get(name="queued").id, 90, log)
+    assert pool.status == Pool.STATUS_DONE, pool.error
+    assert pool.progress == 1.0 and pool.finished is not None
+    want = {t: len(d) for t, d in expected_depth_union("combined", 2).items()}
+    from pooling.selectors import pool_sizes
+
+    assert pool_sizes(pool) == want
+
+    # a failing build is recorded on the pool, not retried forever
+    call_command("build_pool", "--topic-set", "ts", "--sources", "users", "--depth", "2",
+                 "--model", "qld", "--name", "no-rankings", "--async", stdout=StringIO())
+    failed = _wait_for(Pool.objects.get(name="no-rankings").id, 60, log)
+    assert failed.status == Pool.STATUS_FAILED and "no stored users rankings" in failed.error
+    assert proc.poll() is None  # the worker survived both

@@ -46,14 +46,9 @@ PROGRESS_EVERY_SECONDS = 2.0
 
 
 def _topic_set_get(name: str):
-    # crowd has no selectors module yet; this is the only read of its models here.
-    from crowd.models import TopicSet
+    from crowd.selectors import topic_set_get
 
-    try:
-        return TopicSet.objects.get(name=name)
-    except TopicSet.DoesNotExist:
-        known = ", ".join(TopicSet.objects.values_list("name", flat=True)) or "none"
-        raise ValueError(f"no topic set named {name!r} (known: {known})") from None
+    return topic_set_get(name)
 
 
 def pool_create(

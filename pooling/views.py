@@ -148,6 +148,18 @@ def _int_list(value: str) -> list[int]:
     return out
 
 
+def _bound_with_defaults(form_class, query):
+    """Bind a GET form, filling parameters the link left out with their initial values,
+    so ``?topic_set=T`` alone is a complete request."""
+    if not query:
+        return form_class()
+    data = query.copy()
+    for name, field in form_class.base_fields.items():
+        if not data.get(name) and field.initial is not None:
+            data[name] = field.initial
+    return form_class(data)
+
+
 class GrowthForm(forms.Form):
     topic_set = forms.CharField(max_length=100)
     depths = forms.CharField(initial="10,100", max_length=100)
@@ -161,7 +173,7 @@ class GrowthForm(forms.Form):
 
 @staff_required
 def growth(request):
-    form = GrowthForm(request.GET or None)
+    form = _bound_with_defaults(GrowthForm, request.GET)
     ctx = {"form": form}
     if form.is_valid():
         d = form.cleaned_data
@@ -210,7 +222,7 @@ class RBOForm(forms.Form):
 
 @staff_required
 def rbo(request):
-    form = RBOForm(request.GET or None)
+    form = _bound_with_defaults(RBOForm, request.GET)
     ctx = {"form": form}
     if form.is_valid():
         d = form.cleaned_data

@@ -200,6 +200,14 @@ def test_pages_report_bad_input_without_crashing(rankings_db, staff_client):
 
 
 @pytest.mark.django_db
+def test_analysis_links_need_only_the_topic_set(rankings_db, staff_client):
+    growth = staff_client.get(reverse("pooling:growth") + "?topic_set=ts").content.decode()
+    assert "This field is required" not in growth and "<svg" in growth
+    rbo_page = staff_client.get(reverse("pooling:rbo") + "?topic_set=ts").content.decode()
+    assert "This field is required" not in rbo_page
+
+
+@pytest.mark.django_db
 def test_pages_redirect_anonymous_and_refuse_non_staff(rankings_db, small_qrels, client,
                                                        django_user_model):
     pool = build(sources="users", depth=2)

@@ -38,6 +38,19 @@ class RetrievalError(ValueError):
     """A request was refused; nothing was written. The message says what to fix."""
 
 
+def retrieval_models_ensure_defaults() -> None:
+    """Create the ready-made models (bm25, bm25-okapi, qld, sdm) where missing.
+
+    ``migrate`` creates them; this restores them after a database flush. Existing
+    records, possibly edited by organisers, are left as they are.
+    """
+    from .defaults import READY_MADE_MODELS
+    from .models import RetrievalModel
+
+    for row in READY_MADE_MODELS:
+        RetrievalModel.objects.get_or_create(name=row["name"], defaults=row)
+
+
 def docids_ensure(strings: Iterable[str], batch_size: int = 5000) -> dict[str, int]:
     """Return integer ids for docid strings, adding unknown ones to the vocabulary."""
     strings = list(dict.fromkeys(strings))

@@ -54,3 +54,19 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip(f"shared IR data not found at {SHARED_DATA} (set SHARED_DATA)")
     return SHARED_DATA
+
+
+@pytest.fixture(autouse=True)
+def _ready_made_rows(request):
+    """Rows that migrations create (the ready-made retrieval models) are gone after a
+    transactional test flushes the database; restore them for every database test."""
+    marker = request.node.get_closest_marker("django_db")
+    names = set(request.fixturenames)
+    transactional = (marker is not None and marker.kwargs.get("transaction")) or bool(
+        names & {"transactional_db", "live_server"})
+    if marker is None and not names & {"db", "transactional_db", "live_server"}:
+        return
+    request.getfixturevalue("transactional_db" if transactional else "db")
+    from retrieval.services import retrieval_models_ensure_defaults
+
+    retrieval_models_ensure_defaults()

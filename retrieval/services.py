@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Count, OuterRef, Subquery
 from django.utils import timezone
 
@@ -67,7 +67,16 @@ def docids_ensure(strings: Iterable[str], batch_size: int = 5000) -> dict[str, i
         )
     if missing:
         known.update(docid_ids(missing))
+    if len(missing) >= DOCID_ANALYZE_AFTER and connection.vendor == "postgresql":
+        # Fresh planner statistics: until autovacuum gets to it, a bulk-loaded vocabulary
+        # looks empty, and pool builds then sort millions of docids instead of reading
+        # them in order from the index (retrieval.selectors.docid_order).
+        with connection.cursor() as cursor:
+            cursor.execute(f"ANALYZE {connection.ops.quote_name(Docid._meta.db_table)}")
     return known
+
+
+DOCID_ANALYZE_AFTER = 50_000  # new docids in one call that refresh the planner statistics
 
 
 # --- collections ----------------------------------------------------------------------------

@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Callable, Iterable, Iterator
 
 import numpy as np
 
-from retrieval.selectors import docid_strings, ranking_records
+from retrieval.selectors import docid_order, docid_strings, ranking_records
 
 from . import pools as pool_maths
 
@@ -174,34 +175,72 @@ def qrels_judgments(qrels: Qrels, topic_ids: Iterable[str] | None = None):
 # --- docid remapping -------------------------------------------------------------------
 
 
+LOOKUP_MAX_SPAN = 1 << 26  # id spans up to this use a lookup table (8 bytes per id)
+
+
 @dataclass(frozen=True)
 class DocidRemap:
     """Vocabulary ids <-> dense ids in docid string order.
 
-    ``vocab`` holds the distinct vocabulary ids in numeric order; ``dense_of`` the dense id
-    of each; ``vocab_of_dense[k]`` the vocabulary id whose string is the k-th smallest.
+    ``vocab`` holds the distinct vocabulary ids in numeric order; ``vocab_of_dense[k]``
+    the vocabulary id whose string is the k-th smallest. When the ids fill enough of
+    their span (the usual case: a collection's ids are allocated together) a lookup table
+    over the span maps ids to dense ids; otherwise a binary search over ``vocab`` does.
+    The strings themselves are read only when asked for (``strings``).
     """
 
     vocab: np.ndarray
-    dense_of: np.ndarray
     vocab_of_dense: np.ndarray
-    strings: dict[int, str]
+    lo: int
+    table: np.ndarray | None  # dense id of ``lo + i`` (-1: not in the vocabulary)
+    dense_of: np.ndarray | None  # dense id of each ``vocab`` entry, when no table
 
     @classmethod
     def from_arrays(cls, arrays: Iterable[np.ndarray]) -> "DocidRemap":
         arrays = [np.asarray(a, dtype=np.int64) for a in arrays]
-        vocab = np.unique(np.concatenate(arrays)) if arrays else np.zeros(0, np.int64)
-        strings = docid_strings(vocab) if len(vocab) else {}
-        by_string = sorted(range(len(vocab)), key=lambda i: strings[int(vocab[i])])
-        order = np.asarray(by_string, dtype=np.int64)
+        arrays = [a for a in arrays if a.size]
+        if not arrays:
+            empty = np.zeros(0, np.int64)
+            return cls(vocab=empty, vocab_of_dense=empty, lo=0, table=None, dense_of=empty)
+        lo = min(int(a.min()) for a in arrays)
+        span = max(int(a.max()) for a in arrays) - lo + 1
+        total = sum(a.size for a in arrays)
+        if span <= LOOKUP_MAX_SPAN and span <= 4 * total + (1 << 20):
+            seen = np.zeros(span, dtype=bool)
+            for a in arrays:
+                seen[a - lo] = True
+            vocab = np.flatnonzero(seen) + lo
+            vocab_of_dense = docid_order(vocab)
+            table = np.full(span, -1, dtype=np.int64)
+            table[vocab_of_dense - lo] = np.arange(len(vocab), dtype=np.int64)
+            return cls(vocab=vocab, vocab_of_dense=vocab_of_dense, lo=lo, table=table,
+                       dense_of=None)
+        vocab = np.unique(np.concatenate(arrays))
+        vocab_of_dense = docid_order(vocab)
         dense_of = np.empty(len(vocab), dtype=np.int64)
-        dense_of[order] = np.arange(len(vocab), dtype=np.int64)
-        return cls(vocab=vocab, dense_of=dense_of, vocab_of_dense=vocab[order], strings=strings)
+        dense_of[np.searchsorted(vocab, vocab_of_dense)] = np.arange(len(vocab), dtype=np.int64)
+        return cls(vocab=vocab, vocab_of_dense=vocab_of_dense, lo=lo, table=None,
+                   dense_of=dense_of)
+
+    @cached_property
+    def strings(self) -> dict[int, str]:
+        """``{vocabulary id: docid string}`` of the whole vocabulary."""
+        return docid_strings(self.vocab) if len(self.vocab) else {}
 
     def to_dense(self, ids: np.ndarray) -> np.ndarray:
         ids = np.asarray(ids, dtype=np.int64)
+        if not ids.size:
+            return np.zeros(0, np.int64)
+        if self.table is not None:
+            offset = ids - self.lo
+            if offset.min() < 0 or offset.max() >= self.table.size:
+                raise ValueError("docid id outside the remapped vocabulary")
+            dense = self.table[offset]
+            if dense.min() < 0:
+                raise ValueError("docid id outside the remapped vocabulary")
+            return dense
         pos = np.searchsorted(self.vocab, ids)
-        if len(ids) and (pos.max() >= len(self.vocab) or (self.vocab[pos] != ids).any()):
+        if pos.max() >= len(self.vocab) or (self.vocab[pos] != ids).any():
             raise ValueError("docid id outside the remapped vocabulary")
         return self.dense_of[pos]
 
@@ -219,11 +258,14 @@ def ranking_contributions(
     model_name: str | None = None,
     topic_ids: Iterable[str] | None = None,
     on_topic: Callable[[int], None] | None = None,
+    depth: int | None = None,
 ):
     """Stored rankings of a topic set as remapped contributions.
 
     Returns ``(records, contributions, remap)``: the retrieval records (labels, users),
     the parallel :class:`pooling.pools.Contribution` list with dense docids, and the remap.
+    With ``depth`` the contributions (and the remap) hold only each ranking's top
+    ``depth``, all a depth-``depth`` pool reads; the records keep their whole rankings.
     """
     records = []
     last_topic = None
@@ -237,13 +279,13 @@ def ranking_contributions(
             if on_topic is not None:
                 on_topic(topics_seen)
         records.append(rec)
-    remap = DocidRemap.from_arrays(r.docids for r in records)
+    remap = DocidRemap.from_arrays(r.docids[:depth] for r in records)
     contributions = [
         pool_maths.Contribution(
             topic_id=r.topic_id,
             source=r.source,
             weight=int(r.weight) if r.source == "user" else 1,
-            docids=remap.to_dense(r.docids),
+            docids=remap.to_dense(r.docids[:depth]),
         )
         for r in records
     ]

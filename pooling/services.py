@@ -119,6 +119,7 @@ def pool_build(pool_id: int, *, progress: Callable[[float], None] | None = None)
             pool.sources,
             model_name=pool.model.name if pool.model else None,
             on_topic=on_topic,
+            depth=pool.depth,
         )
         if not contributions:
             raise ValueError(

@@ -1,0 +1,38 @@
+"""Dense ids in docid string order, by lookup table or by binary search."""
+import numpy as np
+import pytest
+
+from pooling import selectors
+from pooling.selectors import DocidRemap
+from retrieval.services import docids_ensure
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(params=["table", "search"])
+def remap_kind(request, monkeypatch):
+    if request.param == "search":
+        monkeypatch.setattr(selectors, "LOOKUP_MAX_SPAN", 0)
+    return request.param
+
+
+def test_dense_ids_follow_string_order(remap_kind):
+    names = [f"doc-{i}" for i in range(40)]  # "doc-10" < "doc-2" as strings
+    ids = docids_ensure(names)
+    a = np.array([ids["doc-2"], ids["doc-10"], ids["doc-39"]], dtype=np.int32)
+    b = np.array([ids["doc-10"], ids["doc-1"]], dtype=np.int32)
+    remap = DocidRemap.from_arrays([a, b, np.zeros(0, np.int32)])
+    assert (remap.table is not None) == (remap_kind == "table")
+    ordered = sorted(["doc-2", "doc-10", "doc-39", "doc-1"])
+    assert [remap.string_of_dense(k) for k in range(4)] == ordered
+    assert remap.to_dense(a).tolist() == [ordered.index(n) for n in ("doc-2", "doc-10", "doc-39")]
+    assert remap.to_vocab(remap.to_dense(b)).tolist() == b.tolist()
+    assert remap.to_dense(np.zeros(0, np.int32)).size == 0
+    for outside in (ids["doc-3"], ids["doc-39"] + 5, ids["doc-1"] - 1):
+        with pytest.raises(ValueError, match="outside the remapped vocabulary"):
+            remap.to_dense(np.array([ids["doc-2"], outside]))
+
+
+def test_nothing_to_remap():
+    remap = DocidRemap.from_arrays([])
+    assert remap.vocab.size == 0 and remap.strings == {}

@@ -272,7 +272,9 @@ def qrels_detail(request, name):
 def _fmt(v: float) -> str:
     if v == 0:
         return "0"
-    if abs(v) >= 1000 or abs(v) < 0.01:
+    if abs(v) >= 1000:
+        return f"{v:.0f}"
+    if abs(v) < 0.01:
         return f"{v:.2g}"
     return f"{v:.3g}"
 

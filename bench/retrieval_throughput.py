@@ -75,7 +75,9 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=13)
     p.add_argument("--rounds", type=int, default=2,
                    help="measure each scenario this many times (fresh texts), keep the best")
-    p.add_argument("--warm", type=int, default=1000, help="variants searched to warm workers")
+    p.add_argument("--warm", type=int, default=6000,
+                   help="variants searched to warm each path first (the JIT settles after "
+                        "~1,500 queries per JVM; 1,000 left the workers half cold)")
     p.add_argument("--simple-searcher-queries", type=int, default=500,
                    help="queries for Anserini's SimpleSearcher.batch_search (slow at depth 1000)")
     p.add_argument("--worker-log", default="", help="write the worker's log here")
@@ -155,11 +157,14 @@ def main(argv=None) -> int:
 
         from django.conf import settings
 
+        create_seconds: dict[str, float] = {}  # run_create alone: queries, keys, queueing
+
         def celery_run(set_name: str, chunk: int) -> tuple[float, Run]:
             settings.RETRIEVAL_CHUNK_SIZE = chunk
             t0 = time.perf_counter()
             run = run_create(topic_set_name=f"npl-{set_name}", collection_name="npl",
                              model_name=args.model, depth=args.depth, source="variants")
+            create_seconds[set_name] = time.perf_counter() - t0
             while True:
                 run.refresh_from_db()
                 if run.status in ("done", "failed"):
@@ -191,8 +196,12 @@ def main(argv=None) -> int:
         # Raw, in this process, on the same index and the same distinct texts.
         spec = model_spec(retrieval_model_get(args.model))
         texts = {f"q{i}": x for i, (_, x) in enumerate(sets["distinct-0"])}
-        anserini.search_batch(collection.index_path, dict(list(texts.items())[:20]), spec,
-                              k=args.depth)  # warm: JVM, docid table, JIT
+        # Warmed as the workers were: the same warm-up texts, on both thread counts.
+        warm_texts = {f"w{i}": x for i, (_, x) in enumerate(sets["warm"])}
+        anserini.search_batch(collection.index_path, warm_texts, spec, k=args.depth,
+                              threads=args.concurrency)
+        anserini.search_batch(collection.index_path, dict(list(warm_texts.items())[:500]),
+                              spec, k=args.depth)
         raw_seconds = []
         for _ in range(args.rounds):
             t0 = time.perf_counter()
@@ -244,7 +253,7 @@ def main(argv=None) -> int:
     summary = dict(
         collection="vaswani-npl (11,429 docs)", model=args.model, depth=args.depth,
         variants=args.variants, chunk=args.chunk, concurrency=args.concurrency,
-        seed=args.seed, index_seconds=index_seconds,
+        seed=args.seed, index_seconds=index_seconds, run_create_seconds=create_seconds,
         ratio_celery_vs_raw_adapter=celery_qps / results["raw_adapter_1thread"]["queries_per_second"],
         ratio_celery_vs_best_raw=celery_qps / raw_best,
         repeated_vs_distinct_half=results["celery_50pct_repeats"]["seconds"]
@@ -253,6 +262,8 @@ def main(argv=None) -> int:
     )
     print(f"NPL, {args.model}, depth {args.depth}, {args.variants} variants, chunk {args.chunk}, "
           f"{args.concurrency} worker children; index built in {index_seconds:.1f} s")
+    print("run_create alone (part of each Celery time): "
+          + ", ".join(f"{k} {v:.2f} s" for k, v in create_seconds.items()))
     print(f"{'path':<34}{'variants':>9}{'searched':>9}{'seconds':>9}{'variants/s':>11}")
     for name, r in results.items():
         print(f"{name:<34}{r['queries']:>9}{r.get('retrieved', r['queries']):>9}"

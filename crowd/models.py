@@ -79,6 +79,9 @@ class QueryVariant(models.Model):
     variant_id = models.CharField(max_length=100, blank=True, default="")
     raw = models.TextField()
     normalised = models.TextField(db_index=False)
+    # The normalised text before optional spell-correction (crowd.spelling); empty when
+    # correction was off or changed nothing.
+    uncorrected = models.TextField(blank=True, default="")
     worker_id = models.CharField(max_length=200, blank=True, default="")
     count = models.PositiveIntegerField(default=1)
     estimate = models.CharField(max_length=50, blank=True, default="")
@@ -124,6 +127,9 @@ class Study(models.Model):
     min_seconds_per_answer = models.FloatField(default=5.0)
     copy_jaccard_threshold = models.FloatField(default=0.8)
     copy_min_tokens = models.PositiveIntegerField(default=6)
+    # Correct one-edit typos in the variant's normalised text (crowd.spelling); the
+    # uncorrected text is kept on the variant.
+    spell_correct = models.BooleanField(default=False)
     # An assignment without an answer stops counting against the quota after this long.
     assignment_timeout_minutes = models.PositiveIntegerField(default=60)
     is_open = models.BooleanField(default=True)

@@ -299,7 +299,9 @@ def study_variant_summary(study: _Study) -> list[dict]:
     return out
 
 
-STUDY_EXPORT_FIELDS = ["topic", "variant_id", "worker", "raw", "normalised", "count", "estimate"]
+# "uncorrected": the normalised text before optional spell-correction ("" if none).
+STUDY_EXPORT_FIELDS = ["topic", "variant_id", "worker", "raw", "normalised", "count", "estimate",
+                       "uncorrected"]
 
 
 def study_export_rows(study: _Study):
@@ -319,4 +321,5 @@ def study_export_rows(study: _Study):
             "normalised": v.normalised,
             "count": v.count,
             "estimate": v.estimate,
+            "uncorrected": v.uncorrected,
         }

@@ -1,12 +1,14 @@
 """Writes for the crowd app. Each function that writes owns its transaction."""
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Sequence
 
 from django.db import transaction
 
 from crowd.models import Intent, QueryVariant, Statement, Topic, TopicSet
 from crowd.normalise import normalise_query
+from crowd import spelling
 from crowd.topicfiles import TopicRecord
 from crowd.variantfiles import VariantRecord
 
@@ -29,6 +31,41 @@ def _check_length(record, value: str, model, field: str, what: str) -> None:
     limit = model._meta.get_field(field).max_length
     if len(value) > limit:
         raise ImportRejected(f"{_where(record)}{what} is {len(value)} characters (at most {limit})")
+
+
+def topic_vocabularies(topic_pks: Iterable[int], answers: Iterable[tuple[int, str, int]] = ()
+                       ) -> dict[int, Counter]:
+    """Word support of each topic for spell-correction (:func:`crowd.spelling.topic_vocabulary`):
+    its title, description, narrative, statements and intents, the variants already
+    stored for it, and ``answers`` ``(topic pk, normalised text, count)`` not yet stored."""
+    texts: dict[int, list[str]] = {pk: [] for pk in topic_pks}
+    given: dict[int, list[tuple[str, int]]] = {pk: [] for pk in texts}
+    pks = list(texts)
+    for pk, *fields in Topic.objects.filter(pk__in=pks).values_list(
+            "pk", "title", "description", "narrative"):
+        texts[pk].extend(fields)
+    for pk, text in Statement.objects.filter(topic_id__in=pks).values_list("topic_id", "text"):
+        texts[pk].append(text)
+    for pk, text in Intent.objects.filter(topic_id__in=pks).values_list("topic_id", "description"):
+        texts[pk].append(text)
+    stored = QueryVariant.objects.filter(topic_id__in=pks).values_list("topic_id", "normalised", "count")
+    for pk, text, count in stored.iterator(chunk_size=5000):
+        given[pk].append((text, count))
+    for pk, text, count in answers:
+        given[pk].append((text, count))
+    return {pk: spelling.topic_vocabulary((normalise_query(t) for t in ts), given[pk])
+            for pk, ts in texts.items()}
+
+
+def normalised_forms(raw: str, support: Counter | None) -> tuple[str, str]:
+    """``(normalised, uncorrected)`` of a raw query; ``support`` is the topic's word support
+    when spell-correction is on, else None. ``uncorrected`` is empty unless correction
+    changed the text."""
+    norm = normalise_query(raw)
+    if support is None:
+        return norm, ""
+    corrected = spelling.spell_correct(norm, support)
+    return (corrected, norm) if corrected != norm else (norm, "")
 
 
 @transaction.atomic
@@ -147,6 +184,7 @@ def variants_import(
     create_topics: bool = False,
     replace: bool = False,
     batch_size: int = 2000,
+    spell_correct: bool = False,
 ) -> dict:
     """Add imported query variants to the topics of a topic set.
 
@@ -158,8 +196,12 @@ def variants_import(
     already stored for the topics named in ``records`` are deleted first, so re-importing
     a file does not double its counts.
 
+    With ``spell_correct`` the normalised text has one-edit typos corrected
+    (:mod:`crowd.spelling`, the topic's own words left alone) and the text before
+    correction is kept as ``uncorrected``.
+
     Rows are written with ``bulk_create`` in batches of ``batch_size``.
-    Returns ``{"variants": n, "topics_created": m, "replaced": k}``.
+    Returns ``{"variants": n, "topics_created": m, "replaced": k, "corrected": c}``.
     """
     records = list(records)
     if not records:
@@ -208,23 +250,28 @@ def variants_import(
         replaced, _ = QueryVariant.objects.filter(
             topic_id__in=list(by_id.values()), source=QueryVariant.SOURCE_IMPORT
         ).delete()
-    QueryVariant.objects.bulk_create(
-        (
-            QueryVariant(
-                topic_id=by_id[r.topic_id],
-                variant_id=r.variant_id,
-                raw=r.raw,
-                normalised=normalise_query(r.raw),
-                worker_id=r.worker_id,
-                count=r.count,
-                estimate=r.estimate,
-                source=QueryVariant.SOURCE_IMPORT,
-            )
-            for r in records
-        ),
-        batch_size=batch_size,
-    )
-    return {"variants": len(records), "topics_created": len(missing), "replaced": replaced}
+    # words other people used for the topic, in this file or stored, support corrections
+    known = topic_vocabularies(
+        by_id.values(), ((by_id[r.topic_id], normalise_query(r.raw), r.count) for r in records)
+    ) if spell_correct else {}
+    rows = []
+    for r in records:
+        norm, uncorrected = normalised_forms(
+            r.raw, known[by_id[r.topic_id]] if spell_correct else None)
+        rows.append(QueryVariant(
+            topic_id=by_id[r.topic_id],
+            variant_id=r.variant_id,
+            raw=r.raw,
+            normalised=norm,
+            uncorrected=uncorrected,
+            worker_id=r.worker_id,
+            count=r.count,
+            estimate=r.estimate,
+            source=QueryVariant.SOURCE_IMPORT,
+        ))
+    QueryVariant.objects.bulk_create(rows, batch_size=batch_size)
+    return {"variants": len(records), "topics_created": len(missing), "replaced": replaced,
+            "corrected": sum(1 for v in rows if v.uncorrected)}
 
 
 # --- end of topics and variants ---
@@ -462,10 +509,14 @@ def response_submit(*, participant_id, position: int, raw: str, estimate: str = 
         norm = _normalise_query(raw)
         variant = None
         if item.statement_id is not None:  # gold answers are variants too
+            topic_pk = item.statement.topic_id
+            variant_norm, uncorrected = normalised_forms(
+                raw, topic_vocabularies([topic_pk])[topic_pk] if study.spell_correct else None)
             variant = _QueryVariant.objects.create(
-                topic_id=item.statement.topic_id,
+                topic_id=topic_pk,
                 variant_id=f"S{study.pk}-P{p.pk}-{position}",
-                raw=raw, normalised=norm, worker_id=p.worker_id, count=1,
+                raw=raw, normalised=variant_norm, uncorrected=uncorrected,
+                worker_id=p.worker_id, count=1,
                 estimate=estimate[:50], source=_QueryVariant.SOURCE_CROWD,
             )
         response = _Response.objects.create(

@@ -177,7 +177,7 @@ def test_robust04_topics_and_variations(shared_data, django_assert_max_num_queri
     # savepoint, set, topics, inserts, release; 4 inserts of 1000 on PostgreSQL
     with django_assert_max_num_queries(5 + insert_batches(QueryVariant, 3151, 1000)):
         result = variants_import("robust04", records, batch_size=1000)
-    assert result == {"variants": 3151, "topics_created": 0, "replaced": 0}
+    assert result == {"variants": 3151, "topics_created": 0, "replaced": 0, "corrected": 0}
 
     expected = robust_expected(variants_path)
     assert expected["raw_variants"] == 3151
@@ -318,8 +318,9 @@ def test_many_variants_in_few_queries(tmp_path, django_assert_max_num_queries):
 def test_export_formats(tmp_path):
     run("import_variants", write(tmp_path, "uqv.txt", UQV), "--format", "uqv100",
         "--topic-set", "u", "--create-topics")
-    columns = ["topic", "variant_id", "worker", "raw", "normalised", "count", "estimate"]
-    first = ["UQV100.001", "a", "W1", "cats  and Dogs", "cats and dogs", "3", "2"]
+    columns = ["topic", "variant_id", "worker", "raw", "normalised", "count", "estimate",
+               "uncorrected"]
+    first = ["UQV100.001", "a", "W1", "cats  and Dogs", "cats and dogs", "3", "2", ""]
 
     out = tmp_path / "v.tsv"
     run("export_variants", "--topic-set", "u", "--format", "tsv", "--out", str(out))
@@ -334,7 +335,7 @@ def test_export_formats(tmp_path):
     out = tmp_path / "v.json"
     run("export_variants", "--topic-set", "u", "--format", "json", "--out", str(out))
     data = json.loads(out.read_text())
-    assert data[0] == dict(zip(columns, first[:5] + [3, "2"])) and len(data) == 4
+    assert data[0] == dict(zip(columns, first[:5] + [3, "2", ""])) and len(data) == 4
 
     out = tmp_path / "q.tsv"
     run("export_variants", "--topic-set", "u", "--format", "queries", "--out", str(out))
@@ -357,3 +358,41 @@ def test_export_unknown_set_fails():
         run("export_variants", "--topic-set", "nope", "--format", "tsv", "--out", "-")
     with pytest.raises(CommandError, match="does not exist"):
         run("variant_stats", "--topic-set", "nope", "--json")
+
+
+# --- optional spell-correction on real variants ---------------------------------------
+
+
+def _edits1(a: str, b: str) -> bool:
+    """True when b is one insertion, deletion, substitution or adjacent swap from a."""
+    if abs(len(a) - len(b)) > 1 or a == b:
+        return False
+    i = next((k for k in range(min(len(a), len(b))) if a[k] != b[k]), min(len(a), len(b)))
+    return (a[i + 1:] == b[i + 1:] or a[i + 1:] == b[i:] or a[i:] == b[i + 1:]
+            or (a[i + 2:] == b[i + 2:] and a[i:i + 2] == b[i:i + 2][::-1]))
+
+
+def test_robust04_variations_with_spell_correction(shared_data):
+    topics_path = shared_data / ROBUST / "topics.robust04.txt"
+    variants_path = shared_data / ROBUST / "ecir2022-uqv-sim/robust-uqv.txt"
+    run("import_topics", str(topics_path), "--format", "trec", "--topic-set", "r04")
+    out = run("import_variants", str(variants_path), "--format", "robust04-uqv",
+              "--topic-set", "r04", "--spell-correct")
+    corrected = QueryVariant.objects.filter(topic__topic_set__name="r04").exclude(uncorrected="")
+    n = corrected.count()
+    assert f"; {n} spell-corrected" in out and 0 < n < 3151 * 0.05
+    for v in corrected:
+        # provenance: raw -> normalised before correction -> corrected, word for word
+        assert v.uncorrected == normalise_query(v.raw) != v.normalised
+        before, after = v.uncorrected.split(), v.normalised.split()
+        assert len(before) == len(after)
+        for b, a in zip(before, after):
+            assert a == b or (_edits1(b, a) and len(b) >= 4 and b.isalpha()), (b, a)
+        # corrected only towards words the topic's texts or other answers use
+        words = " ".join([v.topic.title, v.topic.description, v.topic.narrative] + list(
+            QueryVariant.objects.filter(topic=v.topic).exclude(pk=v.pk)
+            .values_list("normalised", flat=True)))
+        assert set(after) - set(before) <= set(normalise_query(words).split())
+    # every answer is kept; correction can only merge distinct texts
+    stats = variant_stats("r04")
+    assert stats["raw_variants"] == 3151 and stats["unique_variants"] <= 3045

@@ -165,3 +165,26 @@ def test_full_study_says_so(client):
     assert r.redirect_chain[-1][0].endswith("/done/")
     assert participant(study, "B").status == "full"
     assert b"nothing left to do" in r.content and b"C0DE-1234" not in r.content
+
+
+def test_spell_correcting_study_keeps_the_uncorrected_text(client):
+    # Statements say "subject N ... school project"; the worker types "shcool projcet".
+    study = make_study(spell_correct=True, attention=False)
+    plain = make_study(study.topic_set, attention=False)
+
+    def typo(a, pid):
+        return f"Subject {a.item.statement.topic.topic_id} shcool projcet"
+
+    for s, pid in ((study, "SPELL1"), (plain, "PLAIN1")):
+        arrive(client, s, pid)
+        consent(client, s)
+        finish(client, s, pid, answer=typo)
+    corrected = QueryVariant.objects.filter(worker_id="SPELL1").order_by("id")
+    assert len(corrected) == 2
+    for v in corrected:
+        assert v.normalised.endswith(" school project")
+        assert v.uncorrected == v.normalised.replace("school project", "shcool projcet")
+        # the worker's own answer record keeps what they typed, normalised only
+        assert v.response.normalised == v.uncorrected and v.raw.endswith("shcool projcet")
+    for v in QueryVariant.objects.filter(worker_id="PLAIN1"):
+        assert v.normalised.endswith(" shcool projcet") and v.uncorrected == ""

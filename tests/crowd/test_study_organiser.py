@@ -63,7 +63,8 @@ def test_variants_page_share_matching_title(done_study, admin_client):
 def test_exports(done_study, admin_client):
     rows = json.loads(admin_client.get(f"/crowd/studies/{done_study.pk}/export.json").content)
     assert len(rows) == 6
-    assert set(rows[0]) == {"topic", "variant_id", "worker", "raw", "normalised", "count", "estimate"}
+    assert set(rows[0]) == {"topic", "variant_id", "worker", "raw", "normalised", "count", "estimate",
+                           "uncorrected"}
     assert [r["topic"] for r in rows] == ["UQV100.001"] * 3 + ["UQV100.002"] * 3
     assert all(isinstance(r["topic"], str) and r["count"] == 1 for r in rows)
     for fmt, delim in [("tsv", "\t"), ("csv", ",")]:

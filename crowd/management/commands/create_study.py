@@ -20,6 +20,8 @@ class Command(BaseCommand):
         parser.add_argument("--per-worker", type=int, default=5, help="statements per worker")
         parser.add_argument("--max-chars", type=int, default=200)
         parser.add_argument("--min-seconds", type=float, default=5.0)
+        parser.add_argument("--spell-correct", action="store_true",
+                            help="correct one-edit typos in the variants' normalised text")
         parser.add_argument("--question", default="", help='e.g. "How many useful documents would you need?"')
         parser.add_argument("--choices", default="", help="question choices separated by |; 'uqv100' for UQV100's")
         parser.add_argument("--attention", action="append", default=[], metavar="PROMPT=ANSWER",
@@ -57,6 +59,7 @@ class Command(BaseCommand):
             responses_per_statement=o["responses"], statements_per_worker=o["per_worker"],
             max_query_chars=o["max_chars"], min_seconds_per_answer=o["min_seconds"],
             question_text=o["question"], question_choices=choices,
+            spell_correct=o["spell_correct"],
         )
         self.stdout.write(f"study {study.pk}: {study.items.count()} items")
         self.stdout.write(reverse("crowd:study_entry", kwargs={"slug": study.slug})

@@ -5,16 +5,15 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from crowd.models import TopicSet
+from crowd.selectors import STUDY_EXPORT_FIELDS as COLUMNS  # one set of export columns
 from crowd.selectors import variant_groups, variant_list
-
-COLUMNS = ["topic", "variant_id", "worker", "raw", "normalised", "count", "estimate"]
 
 
 class Command(BaseCommand):
     help = (
         "Export the query variants of a topic set. tsv/csv/json: one row per stored "
-        "answer with columns topic, variant_id, worker, raw, normalised, count, estimate "
-        "(tsv: tabs and newlines inside text become spaces). queries: a query file for "
+        "answer with columns topic, variant_id, worker, raw, normalised, count, estimate, "
+        "uncorrected (the normalised text before spell-correction, if any) (tsv: tabs and newlines inside text become spaces). queries: a query file for "
         "retrieval, one line per distinct normalised variant of a topic, "
         "'<topic>/<label><TAB><normalised query>', where label is 'v' + the first 10 hex "
         "digits of the SHA-1 of the normalised text, so a query keeps its id whatever else "
@@ -56,6 +55,7 @@ class Command(BaseCommand):
                 v.normalised,
                 v.count,
                 v.estimate,
+                v.uncorrected,
             ]
             for v in variant_list(topic_set)
         ]

@@ -31,9 +31,16 @@ class Command(BaseCommand):
             help="first delete the imported variants of the topics in the file "
             "(crowd-collected ones are kept), so re-importing does not double counts",
         )
+        parser.add_argument(
+            "--spell-correct",
+            action="store_true",
+            help="correct one-edit typos in the normalised text (English word list; the "
+            "topic's own words are never changed); the uncorrected text is kept",
+        )
         parser.add_argument("--batch-size", type=int, default=2000)
 
-    def handle(self, *args, path, fmt, topic_set, create_topics, replace, batch_size, **options):
+    def handle(self, *args, path, fmt, topic_set, create_topics, replace, batch_size,
+               spell_correct, **options):
         if batch_size < 1:
             raise CommandError("--batch-size must be at least 1")
         try:
@@ -44,6 +51,7 @@ class Command(BaseCommand):
                 create_topics=create_topics,
                 replace=replace,
                 batch_size=batch_size,
+                spell_correct=spell_correct,
             )
         except (ParseError, ImportRejected) as exc:
             raise CommandError(str(exc)) from None
@@ -51,4 +59,5 @@ class Command(BaseCommand):
             f"{topic_set}: {result['variants']} variant(s) imported, "
             f"{result['topics_created']} topic(s) created, {result['replaced']} replaced "
             f"from {path}"
+            + (f"; {result['corrected']} spell-corrected" if spell_correct else "")
         )

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from retrieval.selectors import retrieval_model_get
@@ -135,8 +135,7 @@ def pool_build(pool_id: int, *, progress: Callable[[float], None] | None = None)
         rows = [_pool_topic_row(pool, tp, remap) for _, tp in sorted(built.items())]
         with transaction.atomic():
             PoolTopic.objects.filter(pool=pool).delete()
-            for start in range(0, len(rows), POOL_TOPIC_BATCH):
-                PoolTopic.objects.bulk_create(rows[start : start + POOL_TOPIC_BATCH])
+            _pool_topics_store(rows)
             Pool.objects.filter(pk=pool.pk).update(
                 status=Pool.STATUS_DONE,
                 progress=1.0,
@@ -153,6 +152,29 @@ def pool_build(pool_id: int, *, progress: Callable[[float], None] | None = None)
         progress(1.0)
     pool.refresh_from_db()
     return pool
+
+
+_COPY_FIELDS = ("pool", "topic_id", "size", "docids", "weights", "min_rank", "users", "systems")
+_COPY_TYPES = ("int8", "text", "int4", "bytea", "bytea", "bytea", "bytea", "bytea")
+
+
+def _pool_topics_store(rows: list[PoolTopic]) -> None:
+    """Insert a pool's topic rows. On PostgreSQL a binary COPY sends the packed arrays as
+    bytes (INSERT parameters travel as hex text: twice the size, 2x the time for a
+    depth-1000 pool); elsewhere ``bulk_create`` in batches."""
+    if connection.vendor != "postgresql":
+        for start in range(0, len(rows), POOL_TOPIC_BATCH):
+            PoolTopic.objects.bulk_create(rows[start : start + POOL_TOPIC_BATCH])
+        return
+    ops = connection.ops
+    columns = ", ".join(ops.quote_name(PoolTopic._meta.get_field(f).column) for f in _COPY_FIELDS)
+    sql = (f"COPY {ops.quote_name(PoolTopic._meta.db_table)} ({columns}) "
+           "FROM STDIN (FORMAT BINARY)")
+    with connection.cursor() as cursor, cursor.cursor.copy(sql) as copy:
+        copy.set_types(list(_COPY_TYPES))
+        for r in rows:
+            copy.write_row((r.pool_id, r.topic_id, r.size, r.docids, r.weights, r.min_rank,
+                            r.users, r.systems))
 
 
 def _progress_set(pool: Pool, value: float, callback):

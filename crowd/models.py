@@ -193,6 +193,9 @@ class StudyItem(models.Model):
         return self.prompt or (self.statement.text if self.statement_id else "")
 
 
+MTURK_SUBMIT_HOSTS = ("https://www.mturk.com", "https://workersandbox.mturk.com")
+
+
 class Participant(models.Model):
     """A worker taking part in one study, bound to the browser session that arrived."""
 
@@ -222,6 +225,8 @@ class Participant(models.Model):
     worker_id = models.CharField(max_length=200)
     external_study_id = models.CharField(max_length=200, blank=True, default="")
     external_session_id = models.CharField(max_length=200, blank=True, default="")
+    # MTurk: where the finished HIT is posted (production or sandbox; see MTURK_SUBMIT_HOSTS)
+    submit_to = models.CharField(max_length=100, blank=True, default="")
     user = models.ForeignKey(
         "auth.User", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )

@@ -348,8 +348,12 @@ def study_create(*, topic_set: _TopicSet, name: str, consent_text: str, completi
 
 def participant_arrive(*, study: _Study, platform: str, worker_id: str, session_token: str = "",
                        external_study_id: str = "", external_session_id: str = "",
-                       user=None) -> _Participant:
+                       user=None, submit_to: str = "") -> _Participant:
     """The participant for ``worker_id`` in ``study``, created on first arrival.
+
+    ``submit_to`` is MTurk's ``turkSubmitTo``: kept only when it is MTurk's production or
+    sandbox site (any other value falls back to production), so the finished page never
+    posts a worker's assignment anywhere else.
 
     Once a worker has consented, they are only handed back to the browser session that
     holds their token (or, for a signed-in account, to the same account): knowing a worker
@@ -368,6 +372,7 @@ def participant_arrive(*, study: _Study, platform: str, worker_id: str, session_
                     study=study, platform=platform, worker_id=worker_id,
                     external_study_id=external_study_id[:200],
                     external_session_id=external_session_id[:200],
+                    submit_to=_mturk_submit_to(submit_to) if platform == "mturk" else "",
                     user=user, session_token=_secrets.token_urlsafe(32),
                 )
         except _IntegrityError:  # the same worker arrived twice at once
@@ -382,6 +387,13 @@ def participant_arrive(*, study: _Study, platform: str, worker_id: str, session_
             "You have already started this study in another browser; please continue there."
         )
     return existing
+
+
+def _mturk_submit_to(value: str) -> str:
+    from crowd.models import MTURK_SUBMIT_HOSTS
+
+    value = value.strip().rstrip("/")
+    return value if value in MTURK_SUBMIT_HOSTS else MTURK_SUBMIT_HOSTS[0]
 
 
 def participant_consent(*, participant: _Participant, seed: int | None = None) -> _Participant:

@@ -62,6 +62,7 @@ def study_entry(request, slug):
             external_study_id=ext_study, external_session_id=ext_session,
             session_token=held.get("t", "") if isinstance(held, dict) else "",
             user=request.user if platform == Participant.PLATFORM_ACCOUNT else None,
+            submit_to=request.GET.get("turkSubmitTo", ""),
         )
     except services.StudyError as e:
         return render(request, "crowd/message.html", {"study": study, "message": str(e)}, status=403)

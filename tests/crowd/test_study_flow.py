@@ -188,3 +188,33 @@ def test_spell_correcting_study_keeps_the_uncorrected_text(client):
         assert v.response.normalised == v.uncorrected and v.raw.endswith("shcool projcet")
     for v in QueryVariant.objects.filter(worker_id="PLAIN1"):
         assert v.normalised.endswith(" shcool projcet") and v.uncorrected == ""
+
+
+@pytest.mark.parametrize("given,expected", [
+    ("https://workersandbox.mturk.com", "https://workersandbox.mturk.com"),
+    ("https://www.mturk.com/", "https://www.mturk.com"),
+    ("https://evil.example", "https://www.mturk.com"),  # never post an assignment elsewhere
+    (None, "https://www.mturk.com"),
+])
+def test_mturk_worker_finishes_by_posting_the_hit_to_mturk(client, given, expected):
+    study = make_study(attention=False)
+    params = {"workerId": "W1", "assignmentId": "A1", "hitId": "H1"}
+    if given is not None:
+        params["turkSubmitTo"] = given
+    client.get(entry_url(study), params, follow=True)
+    consent(client, study)
+    r = finish(client, study, "W1")
+    assert r.redirect_chain[-1][0].endswith("/done/")
+    html = r.content.decode()
+    assert f'action="{expected}/mturk/externalSubmit"' in html
+    assert '<input type="hidden" name="assignmentId" value="A1">' in html
+    form = html[html.index('id="mturk-submit"'):html.index("</form>")]
+    assert "csrfmiddlewaretoken" not in form
+
+
+def test_prolific_worker_gets_no_mturk_form(client):
+    study = make_study(attention=False)
+    arrive(client, study, "PID9")
+    consent(client, study)
+    r = finish(client, study, "PID9")
+    assert b"C0DE-1234" in r.content and b"externalSubmit" not in r.content

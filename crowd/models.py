@@ -22,6 +22,8 @@ class Topic(models.Model):
     title = models.TextField(blank=True, default="")
     description = models.TextField(blank=True, default="")
     narrative = models.TextField(blank=True, default="")
+    # The topic's type where the file gives one (TREC Web track: "faceted", "ambiguous").
+    kind = models.CharField(max_length=20, blank=True, default="")
 
     class Meta:
         constraints = [

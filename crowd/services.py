@@ -89,6 +89,7 @@ def topics_import(
         if not r.topic_id:
             raise ImportRejected(f"{_where(r)}empty topic id")
         _check_length(r, r.topic_id, Topic, "topic_id", f"topic id {r.topic_id[:20]!r}...")
+        _check_length(r, r.kind, Topic, "kind", "the topic type")
         for intent in r.intents:
             _check_length(r, intent.intent_id, Intent, "intent_id", "an intent id")
             _check_length(r, intent.kind, Intent, "kind", "an intent kind")
@@ -118,8 +119,9 @@ def topics_import(
                 topic.title = r.title
                 topic.description = r.description
                 topic.narrative = r.narrative
+                topic.kind = r.kind
         Topic.objects.bulk_update(
-            list(existing.values()), ["title", "description", "narrative"], batch_size=500
+            list(existing.values()), ["title", "description", "narrative", "kind"], batch_size=500
         )
         Statement.objects.filter(topic__in=list(existing.values())).delete()
         Intent.objects.filter(topic__in=list(existing.values())).delete()
@@ -130,6 +132,7 @@ def topics_import(
             title=r.title,
             description=r.description,
             narrative=r.narrative,
+            kind=r.kind,
         )
         for r in records
         if r.topic_id not in existing

@@ -30,8 +30,8 @@ and every error is a :class:`ParseError` naming the file and the line.
     TREC Web track topics (``full-topics.xml``): ``<topic number=...>`` with ``<query>``
     (the title), ``<description>`` (description and the one statement) and
     ``<subtopic number=... type=...>`` (intents; ``kind`` is the subtopic type,
-    ``nav``/``inf``). The topic-level ``type`` attribute is kept in
-    :attr:`TopicRecord.kind` but has no database field yet.
+    ``nav``/``inf``). The topic-level ``type`` attribute (``faceted``/``ambiguous``)
+    becomes :attr:`TopicRecord.kind`, stored as the topic's ``kind``.
 
 Files ending in ``.gz`` (or starting with the gzip magic bytes) are decompressed. Text is
 UTF-8.

@@ -138,6 +138,10 @@ def test_web_2011_topics_with_subtopics(shared_data, django_assert_max_num_queri
         ("1", "inf"), ("2", "nav"), ("3", "nav"), ("4", "inf"),
     ]
     assert list(t101.statements.values_list("text", flat=True)) == [t101.description]
+    # the topic-level type, read from the file independently of the reader
+    types = dict(re.findall(r'<topic number="(\d+)"[^>]*type="(\w+)"', text))
+    assert dict(topics.values_list("topic_id", "kind")) == types
+    assert sorted(types.values()).count("faceted") == 41 and len(types) == 50
 
 
 # --- variants ---------------------------------------------------------------------

@@ -6,7 +6,7 @@ from django.test import Client
 
 from crowd.models import QueryVariant, Response
 from tests.crowd.study_helpers import (
-    arrive, consent, finish, item_url, make_study, participant,
+    arrive, consent, item_url, make_study, participant,
 )
 
 pytestmark = pytest.mark.django_db
@@ -75,7 +75,7 @@ def test_csrf_is_enforced_on_worker_forms(study):
 
 
 def test_organiser_pages_need_staff(study, django_user_model):
-    urls = [f"/crowd/studies/", f"/crowd/studies/{study.pk}/", f"/crowd/studies/{study.pk}/variants/",
+    urls = ["/crowd/studies/", f"/crowd/studies/{study.pk}/", f"/crowd/studies/{study.pk}/variants/",
             f"/crowd/studies/{study.pk}/export.tsv"]
     anon = Client()
     for url in urls:

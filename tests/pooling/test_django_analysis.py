@@ -10,7 +10,6 @@ import rbo as rbo_reference  # the `rbo` package, an independent implementation
 from django.urls import reverse
 
 from pooling import selectors, services
-from pooling.models import Qrels
 from tests.pooling.test_django_pools import (  # noqa: F401  (fixture)
     SYSTEM_RANKINGS,
     TITLE_RANKINGS,

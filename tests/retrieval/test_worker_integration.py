@@ -3,7 +3,6 @@ BM25 and SDM for CACM's 64 queries at depth 1000, stored rankings equal to Anser
 searcher on the same index, and MAP pinned where pytrec_eval and trec_eval agree."""
 import io
 import os
-import shutil
 import signal
 import socket
 import stat

@@ -14,7 +14,8 @@ retrieval app stores it (one row per ranking, packed int32 ids + float64 scores)
     .venv/bin/python bench/pooling_service_bench.py --reuse   # skip the ~4 min of storing
 
 Needs PostgreSQL on 127.0.0.1:5432; the scratch database (default ``qv_pool_bench``) is
-dropped and recreated on each run (kept afterwards for ``--reuse``). Writes ``bench/out/pooling_service_bench.json``.
+dropped and recreated on each run (kept afterwards for ``--reuse``). Writes
+``bench/out/pooling_service_bench.json``.
 """
 from __future__ import annotations
 

@@ -129,8 +129,8 @@ class Study(models.Model):
     min_seconds_per_answer = models.FloatField(default=5.0)
     copy_jaccard_threshold = models.FloatField(default=0.8)
     copy_min_tokens = models.PositiveIntegerField(default=6)
-    # Correct one-edit typos in the variant's normalised text (crowd.spelling); the
-    # uncorrected text is kept on the variant.
+    # Correct typos in the variant's normalised text towards words the topic uses
+    # (crowd.spelling); the uncorrected text is kept on the variant.
     spell_correct = models.BooleanField(default=False)
     # An assignment without an answer stops counting against the quota after this long.
     assignment_timeout_minutes = models.PositiveIntegerField(default=60)

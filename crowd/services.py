@@ -6,9 +6,9 @@ from collections.abc import Iterable, Sequence
 
 from django.db import transaction
 
+from crowd import spelling
 from crowd.models import Intent, QueryVariant, Statement, Topic, TopicSet
 from crowd.normalise import normalise_query
-from crowd import spelling
 from crowd.topicfiles import TopicRecord
 from crowd.variantfiles import VariantRecord
 
@@ -57,11 +57,10 @@ def topic_vocabularies(topic_pks: Iterable[int], answers: Iterable[tuple[int, st
             for pk, ts in texts.items()}
 
 
-def normalised_forms(raw: str, support: Counter | None) -> tuple[str, str]:
-    """``(normalised, uncorrected)`` of a raw query; ``support`` is the topic's word support
-    when spell-correction is on, else None. ``uncorrected`` is empty unless correction
-    changed the text."""
-    norm = normalise_query(raw)
+def spell_checked(norm: str, support: Counter | None) -> tuple[str, str]:
+    """``(normalised, uncorrected)`` of a normalised query; ``support`` is the topic's word
+    support when spell-correction is on, else None. ``uncorrected`` is empty unless
+    correction changed the text."""
     if support is None:
         return norm, ""
     corrected = spelling.spell_correct(norm, support)
@@ -199,9 +198,9 @@ def variants_import(
     already stored for the topics named in ``records`` are deleted first, so re-importing
     a file does not double its counts.
 
-    With ``spell_correct`` the normalised text has one-edit typos corrected
-    (:mod:`crowd.spelling`, the topic's own words left alone) and the text before
-    correction is kept as ``uncorrected``.
+    With ``spell_correct`` a word of the normalised text is corrected towards a word one
+    edit away that the topic's texts or other answers use (:mod:`crowd.spelling`); the
+    text before correction is kept as ``uncorrected``.
 
     Rows are written with ``bulk_create`` in batches of ``batch_size``.
     Returns ``{"variants": n, "topics_created": m, "replaced": k, "corrected": c}``.
@@ -253,14 +252,14 @@ def variants_import(
         replaced, _ = QueryVariant.objects.filter(
             topic_id__in=list(by_id.values()), source=QueryVariant.SOURCE_IMPORT
         ).delete()
+    norms = [normalise_query(r.raw) for r in records]
     # words other people used for the topic, in this file or stored, support corrections
     known = topic_vocabularies(
-        by_id.values(), ((by_id[r.topic_id], normalise_query(r.raw), r.count) for r in records)
+        by_id.values(), ((by_id[r.topic_id], n, r.count) for r, n in zip(records, norms))
     ) if spell_correct else {}
     rows = []
-    for r in records:
-        norm, uncorrected = normalised_forms(
-            r.raw, known[by_id[r.topic_id]] if spell_correct else None)
+    for r, n in zip(records, norms):
+        norm, uncorrected = spell_checked(n, known.get(by_id[r.topic_id]))
         rows.append(QueryVariant(
             topic_id=by_id[r.topic_id],
             variant_id=r.variant_id,
@@ -289,6 +288,7 @@ from django.utils import timezone as _timezone  # noqa: E402
 
 from crowd import assignment as _assignment, quality as _quality  # noqa: E402
 from crowd.models import (  # noqa: E402
+    MTURK_SUBMIT_HOSTS,
     Assignment as _Assignment,
     Participant as _Participant,
     QueryVariant as _QueryVariant,
@@ -375,7 +375,8 @@ def participant_arrive(*, study: _Study, platform: str, worker_id: str, session_
                     study=study, platform=platform, worker_id=worker_id,
                     external_study_id=external_study_id[:200],
                     external_session_id=external_session_id[:200],
-                    submit_to=_mturk_submit_to(submit_to) if platform == "mturk" else "",
+                    submit_to=(_mturk_submit_to(submit_to)
+                               if platform == _Participant.PLATFORM_MTURK else ""),
                     user=user, session_token=_secrets.token_urlsafe(32),
                 )
         except _IntegrityError:  # the same worker arrived twice at once
@@ -393,8 +394,6 @@ def participant_arrive(*, study: _Study, platform: str, worker_id: str, session_
 
 
 def _mturk_submit_to(value: str) -> str:
-    from crowd.models import MTURK_SUBMIT_HOSTS
-
     value = value.strip().rstrip("/")
     return value if value in MTURK_SUBMIT_HOSTS else MTURK_SUBMIT_HOSTS[0]
 
@@ -525,8 +524,8 @@ def response_submit(*, participant_id, position: int, raw: str, estimate: str = 
         variant = None
         if item.statement_id is not None:  # gold answers are variants too
             topic_pk = item.statement.topic_id
-            variant_norm, uncorrected = normalised_forms(
-                raw, topic_vocabularies([topic_pk])[topic_pk] if study.spell_correct else None)
+            variant_norm, uncorrected = spell_checked(
+                norm, topic_vocabularies([topic_pk])[topic_pk] if study.spell_correct else None)
             variant = _QueryVariant.objects.create(
                 topic_id=topic_pk,
                 variant_id=f"S{study.pk}-P{p.pk}-{position}",

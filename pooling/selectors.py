@@ -204,22 +204,24 @@ class DocidRemap:
             return cls(vocab=empty, vocab_of_dense=empty, lo=0, table=None, dense_of=empty)
         lo = min(int(a.min()) for a in arrays)
         span = max(int(a.max()) for a in arrays) - lo + 1
-        total = sum(a.size for a in arrays)
-        if span <= LOOKUP_MAX_SPAN and span <= 4 * total + (1 << 20):
+        use_table = span <= LOOKUP_MAX_SPAN and span <= 4 * sum(a.size for a in arrays) + (1 << 20)
+        if use_table:  # distinct ids by marking them: no sort of every ranked entry
             seen = np.zeros(span, dtype=bool)
             for a in arrays:
                 seen[a - lo] = True
             vocab = np.flatnonzero(seen) + lo
-            vocab_of_dense = docid_order(vocab)
-            table = np.full(span, -1, dtype=np.int64)
-            table[vocab_of_dense - lo] = np.arange(len(vocab), dtype=np.int64)
-            return cls(vocab=vocab, vocab_of_dense=vocab_of_dense, lo=lo, table=table,
-                       dense_of=None)
-        vocab = np.unique(np.concatenate(arrays))
+        else:
+            vocab = np.unique(np.concatenate(arrays))
         vocab_of_dense = docid_order(vocab)
-        dense_of = np.empty(len(vocab), dtype=np.int64)
-        dense_of[np.searchsorted(vocab, vocab_of_dense)] = np.arange(len(vocab), dtype=np.int64)
-        return cls(vocab=vocab, vocab_of_dense=vocab_of_dense, lo=lo, table=None,
+        dense = np.arange(len(vocab), dtype=np.int64)
+        table = dense_of = None
+        if use_table:
+            table = np.full(span, -1, dtype=np.int64)
+            table[vocab_of_dense - lo] = dense
+        else:
+            dense_of = np.empty(len(vocab), dtype=np.int64)
+            dense_of[np.searchsorted(vocab, vocab_of_dense)] = dense
+        return cls(vocab=vocab, vocab_of_dense=vocab_of_dense, lo=lo, table=table,
                    dense_of=dense_of)
 
     @cached_property

@@ -144,6 +144,35 @@ def _wanted_span(ids) -> tuple[np.ndarray, bool]:
     return wanted, dense
 
 
+def _one_query_where(wanted: np.ndarray, dense: bool) -> tuple[str, list] | None:
+    """A WHERE clause reading ``wanted`` in one query: the id range when the ids fill it
+    (rows outside ``wanted`` are filtered afterwards), one array parameter on PostgreSQL
+    (``IN`` lists of thousands of literals cost ~0.2 s each there); None elsewhere."""
+    if dense:
+        return "id >= %s AND id <= %s", [int(wanted[0]), int(wanted[-1])]
+    if connection.vendor == "postgresql":
+        return "id = ANY(%s)", [wanted.tolist()]
+    return None
+
+
+def _docid_rows(columns: str, where: str, params: list, order_by: str = "") -> list[tuple]:
+    # A plain client-side cursor: a server-side one (QuerySet.iterator) costs a round trip
+    # per chunk and Django's row machinery per row, 3x the time for a pool's docids.
+    table = connection.ops.quote_name(Docid._meta.db_table)
+    sql = f"SELECT {columns} FROM {table} WHERE {where}"
+    if order_by:
+        sql += f" ORDER BY {order_by}"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
+def _wanted_rows(rows: list[tuple], wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The ids of ``rows`` (first column) and the positions of those in ``wanted``."""
+    got = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+    return got, np.flatnonzero(np.isin(got, wanted, assume_unique=True))
+
+
 def _missing_error(wanted: np.ndarray, found: int) -> ValueError:
     return ValueError(f"{int(wanted.size) - found} docid ids are not in the docid vocabulary")
 
@@ -158,26 +187,13 @@ def docid_strings(ids) -> dict[int, str]:
     wanted, dense = _wanted_span(ids)
     if not wanted.size:
         return {}
-    out: dict[int, str] = {}
-    if dense:
-        # A plain client-side cursor: a server-side one (QuerySet.iterator) costs a round
-        # trip per chunk and Django's row machinery per row, 3x the time here.
-        table = connection.ops.quote_name(Docid._meta.db_table)
-        with connection.cursor() as cursor:
-            cursor.execute(f"SELECT id, docid FROM {table} WHERE id >= %s AND id <= %s",
-                           [int(wanted[0]), int(wanted[-1])])
-            rows = cursor.fetchall()
-        got = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-        keep = np.flatnonzero(np.isin(got, wanted, assume_unique=True))
+    one_query = _one_query_where(wanted, dense)
+    if one_query is not None:
+        rows = _docid_rows("id, docid", *one_query)
+        got, keep = _wanted_rows(rows, wanted)
         out = dict(zip(got[keep].tolist(), [rows[k][1] for k in keep.tolist()]))
-    elif connection.vendor == "postgresql":
-        # One array parameter: ``IN`` lists of thousands of literals cost ~0.2 s each there.
-        table = connection.ops.quote_name(Docid._meta.db_table)
-        with connection.cursor() as cursor:
-            cursor.execute(f"SELECT id, docid FROM {table} WHERE id = ANY(%s)",
-                           [wanted.tolist()])
-            out = dict(cursor.fetchall())
     else:
+        out = {}
         chunks = wanted.tolist()
         for start in range(0, len(chunks), DOCID_IN_BATCH):
             chunk = chunks[start : start + DOCID_IN_BATCH]
@@ -200,26 +216,18 @@ def docid_order(ids) -> np.ndarray:
     moving the strings out of the database when the ids fill their span.
     """
     wanted, dense = _wanted_span(ids)
-    order_by = _CODE_POINT_ORDER.get(connection.vendor)
     if not wanted.size:
         return wanted
-    if dense and order_by is not None:
-        where, params = "id >= %s AND id <= %s", [int(wanted[0]), int(wanted[-1])]
-    elif connection.vendor == "postgresql":
-        where, params = "id = ANY(%s)", [wanted.tolist()]
-    else:
+    order_by = _CODE_POINT_ORDER.get(connection.vendor)
+    one_query = _one_query_where(wanted, dense)
+    if order_by is None or one_query is None:
         strings = docid_strings(wanted)
         names = [strings[i] for i in wanted.tolist()]
         return wanted[np.asarray(sorted(range(len(names)), key=names.__getitem__), np.int64)]
-    table = connection.ops.quote_name(Docid._meta.db_table)
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT id FROM {table} WHERE {where} ORDER BY {order_by}", params)
-        rows = cursor.fetchall()
-    got = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-    ordered = got[np.isin(got, wanted, assume_unique=True)]
-    if ordered.size != wanted.size:
-        raise _missing_error(wanted, int(ordered.size))
-    return ordered
+    got, keep = _wanted_rows(_docid_rows("id", *one_query, order_by=order_by), wanted)
+    if keep.size != wanted.size:
+        raise _missing_error(wanted, int(keep.size))
+    return got[keep]
 
 
 def docid_ids(strings: Iterable[str]) -> dict[str, int]:

@@ -51,6 +51,9 @@ def retrieval_models_ensure_defaults() -> None:
         RetrievalModel.objects.get_or_create(name=row["name"], defaults=row)
 
 
+DOCID_ANALYZE_AFTER = 50_000  # new docids in one call that refresh the planner statistics
+
+
 def docids_ensure(strings: Iterable[str], batch_size: int = 5000) -> dict[str, int]:
     """Return integer ids for docid strings, adding unknown ones to the vocabulary."""
     strings = list(dict.fromkeys(strings))
@@ -74,9 +77,6 @@ def docids_ensure(strings: Iterable[str], batch_size: int = 5000) -> dict[str, i
         with connection.cursor() as cursor:
             cursor.execute(f"ANALYZE {connection.ops.quote_name(Docid._meta.db_table)}")
     return known
-
-
-DOCID_ANALYZE_AFTER = 50_000  # new docids in one call that refresh the planner statistics
 
 
 # --- collections ----------------------------------------------------------------------------

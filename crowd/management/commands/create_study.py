@@ -21,7 +21,8 @@ class Command(BaseCommand):
         parser.add_argument("--max-chars", type=int, default=200)
         parser.add_argument("--min-seconds", type=float, default=5.0)
         parser.add_argument("--spell-correct", action="store_true",
-                            help="correct one-edit typos in the variants' normalised text")
+                            help="correct typos in the variants towards words the topic uses "
+                                 "(see import_variants --spell-correct)")
         parser.add_argument("--question", default="", help='e.g. "How many useful documents would you need?"')
         parser.add_argument("--choices", default="", help="question choices separated by |; 'uqv100' for UQV100's")
         parser.add_argument("--attention", action="append", default=[], metavar="PROMPT=ANSWER",

@@ -13,7 +13,8 @@ class Command(BaseCommand):
     help = (
         "Export the query variants of a topic set. tsv/csv/json: one row per stored "
         "answer with columns topic, variant_id, worker, raw, normalised, count, estimate, "
-        "uncorrected (the normalised text before spell-correction, if any) (tsv: tabs and newlines inside text become spaces). queries: a query file for "
+        "uncorrected (the normalised text before spell-correction, if any; tsv: tabs and "
+        "newlines inside text become spaces). queries: a query file for "
         "retrieval, one line per distinct normalised variant of a topic, "
         "'<topic>/<label><TAB><normalised query>', where label is 'v' + the first 10 hex "
         "digits of the SHA-1 of the normalised text, so a query keeps its id whatever else "

@@ -34,8 +34,9 @@ class Command(BaseCommand):
         parser.add_argument(
             "--spell-correct",
             action="store_true",
-            help="correct one-edit typos in the normalised text (English word list; the "
-            "topic's own words are never changed); the uncorrected text is kept",
+            help="correct a word that is neither English nor the topic's towards a word "
+            "one edit away that the topic's texts or two other answers use; the "
+            "uncorrected text is kept",
         )
         parser.add_argument("--batch-size", type=int, default=2000)
 

@@ -40,6 +40,8 @@ INSTALLED_APPS = [
     "crowd",
     "retrieval",
     "pooling",
+    "judging",
+    "evaluation",
 ]
 
 MIDDLEWARE = [

@@ -11,4 +11,6 @@ urlpatterns = [
     path("crowd/", include("crowd.urls")),
     path("retrieval/", include("retrieval.urls")),
     path("pooling/", include("pooling.urls")),
+    path("judging/", include("judging.urls")),
+    path("evaluation/", include("evaluation.urls")),
 ]

@@ -82,6 +82,9 @@ class Pool(models.Model):
     p = models.FloatField(default=0.95)
     budget = models.PositiveIntegerField(null=True, blank=True)
     budget_scope = models.CharField(max_length=10, choices=SCOPE_CHOICES, default="topic")
+    collection = models.ForeignKey(
+        "retrieval.Collection", null=True, blank=True, on_delete=models.PROTECT
+    )
     model = models.ForeignKey(
         "retrieval.RetrievalModel", null=True, blank=True, on_delete=models.PROTECT
     )

@@ -8,7 +8,7 @@ import pytest
 
 from crowd.models import Topic, TopicSet
 from pooling import selectors, services
-
+from retrieval.services import system_run_import
 
 
 def read_ranked(path) -> dict[str, list[tuple[str, float]]]:
@@ -23,10 +23,6 @@ def read_ranked(path) -> dict[str, list[tuple[str, float]]]:
 
 @pytest.fixture
 def trec_runs(db, shared_data, tmp_path):
-    from retrieval import services as retrieval_services
-
-    if not hasattr(retrieval_services, "system_run_import"):
-        pytest.skip("retrieval.services.system_run_import is not available")
     ts = TopicSet.objects.create(name="trec-eval")
     for t in ("301", "302", "303"):
         Topic.objects.create(topic_set=ts, topic_id=t)
@@ -40,7 +36,7 @@ def trec_runs(db, shared_data, tmp_path):
             f.write(f"{t} {q0} {d} {r} {-float(s)!r} REVERSED\n")
     ranked = {}
     for path in (standard, reversed_run):
-        run = retrieval_services.system_run_import(path, topic_set_name="trec-eval")
+        run = system_run_import(path, topic_set_name="trec-eval")
         ranked[run.tag] = read_ranked(path)
     assert set(ranked) == {"STANDARD", "REVERSED"}
     return ranked

@@ -410,21 +410,26 @@ def test_rbp_pool_equals_trectools(real_runs, budget, p):
         assert got <= mine | tied
 
 
-def test_rbp_weights_equal_trectools_sums(real_runs):
-    """Weights themselves, from trectools' own per-row formula summed with pandas."""
+def test_rbp_weights_equal_pandas_sums_over_trectools_runs(real_runs):
+    """Weights themselves. trectools computes them inside TrecPoolMaker and returns only
+    the pooled sets (compared in test_rbp_pool_equals_trectools), so the weights are
+    summed here with pandas from the run files as trectools reads them (TrecRun.run_data,
+    its rank column) with trectools' own per-row formula (1 - p) p^(rank - 1)."""
     import pandas as pd
+    from trectools import TrecRun
 
     runs, paths, alldocs, contribs = real_runs
-    rows = []
-    for run in runs:
-        for topic, docs in run.items():
-            for r, d in enumerate(docs, start=1):
-                rows.append((topic, d, (1 - 0.8) * 0.8 ** (r - 1)))
-    df = pd.DataFrame(rows, columns=["query", "docid", "rbp"]).groupby(["query", "docid"])["rbp"].sum()
-    ours = pool_build(contribs, strategy="rbp", depth=500, p=0.8)
+    p = 0.8
+    frames = []
+    for path in paths:
+        df = TrecRun(path).run_data[["query", "docid", "rank"]].copy()
+        df["rbp"] = (1.0 - p) * p ** (df["rank"] - 1)
+        frames.append(df)
+    df = pd.concat(frames).groupby(["query", "docid"])["rbp"].sum()
+    ours = pool_build(contribs, strategy="rbp", depth=500, p=p)
     n = 0
     for t, tp in ours.items():
         for d, w in zip(tp.docids.tolist(), tp.weights.tolist()):
             assert w == pytest.approx(df[(t, alldocs[d])], rel=1e-11, abs=1e-300)
             n += 1
-    assert n == sum(1 for _ in df)
+    assert n == len(df) == len({(t, d) for run in runs for t, docs in run.items() for d in docs})

@@ -6,7 +6,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from crowd.models import TopicSet
 from crowd.selectors import STUDY_EXPORT_FIELDS as COLUMNS  # one set of export columns
-from crowd.selectors import variant_groups, variant_list
+from crowd.selectors import variant_groups, variant_list_by_topic
 
 
 class Command(BaseCommand):
@@ -58,7 +58,7 @@ class Command(BaseCommand):
                 v.estimate,
                 v.uncorrected,
             ]
-            for v in variant_list(topic_set)
+            for v in variant_list_by_topic(topic_set)
         ]
         if fmt == "json":
             records = [dict(zip(COLUMNS, r)) for r in rows]

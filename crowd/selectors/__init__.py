@@ -1,0 +1,35 @@
+"""Reads for the crowd app.
+
+``topics``: topic sets, topics and query variants. ``studies``: the worker flow, progress
+and exports. Other apps import from here.
+"""
+from crowd.selectors.studies import (
+    STUDY_EXPORT_FIELDS,
+    participant_assignment_list,
+    participant_get_for_session,
+    participant_next_position,
+    study_export_rows,
+    study_get_by_slug,
+    study_item_load,
+    study_list,
+    study_progress,
+    study_variant_summary,
+)
+from crowd.selectors.topics import (
+    VariantGroup,
+    topic_list,
+    topic_set_get,
+    variant_groups,
+    variant_label,
+    variant_list,
+    variant_list_by_topic,
+    variant_stats,
+)
+
+__all__ = [
+    "STUDY_EXPORT_FIELDS", "VariantGroup", "participant_assignment_list",
+    "participant_get_for_session", "participant_next_position", "study_export_rows",
+    "study_get_by_slug", "study_item_load", "study_list", "study_progress",
+    "study_variant_summary", "topic_list", "topic_set_get", "variant_groups", "variant_label",
+    "variant_list", "variant_list_by_topic", "variant_stats",
+]

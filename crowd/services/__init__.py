@@ -1,0 +1,29 @@
+"""Writes for the crowd app; each function that writes owns its transaction.
+
+``topics``: topic and query-variant imports. ``studies``: study set-up and the worker
+flow. Other apps import from here.
+"""
+from crowd.services.studies import (
+    SessionMismatch,
+    StudyClosed,
+    StudyError,
+    SubmitResult,
+    assignment_mark_shown,
+    participant_arrive,
+    participant_consent,
+    response_submit,
+    study_create,
+)
+from crowd.services.topics import (
+    ImportRejected,
+    spell_checked,
+    topic_vocabularies,
+    topics_import,
+    variants_import,
+)
+
+__all__ = [
+    "ImportRejected", "SessionMismatch", "StudyClosed", "StudyError", "SubmitResult",
+    "assignment_mark_shown", "participant_arrive", "participant_consent", "response_submit",
+    "spell_checked", "study_create", "topic_vocabularies", "topics_import", "variants_import",
+]

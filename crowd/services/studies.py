@@ -1,0 +1,277 @@
+"""Writes for studies: set-up, a worker's arrival and consent, and answers.
+
+Each function that writes owns its transaction.
+"""
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass, field
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from crowd import quality
+from crowd.assignment import choose_statements, order_items
+from crowd.models import (
+    MTURK_SUBMIT_HOSTS,
+    Assignment,
+    Participant,
+    QueryVariant,
+    Response,
+    Statement,
+    Study,
+    StudyItem,
+    TopicSet,
+)
+from crowd.normalise import normalise_query
+from crowd.selectors.studies import study_item_load
+from crowd.services.topics import spell_checked, topic_vocabularies
+
+class StudyError(Exception):
+    """A worker action the study does not allow; ``str()`` is safe to show the worker."""
+
+
+class StudyClosed(StudyError):
+    pass
+
+
+class SessionMismatch(StudyError):
+    pass
+
+
+def study_create(*, topic_set: TopicSet, name: str, consent_text: str, completion_code: str,
+                 attention_checks=(), gold=(), **options) -> Study:
+    """A study over every statement of ``topic_set``.
+
+    ``attention_checks``: (prompt, expected answer) pairs, e.g.
+    ("Ignore the rest and type the word purple.", "purple").
+    ``gold``: (statement, known good queries one per line) pairs; those statements are
+    shown to every worker as gold items instead of being shared out.
+    ``options``: any other Study field (responses_per_statement, statements_per_worker,
+    question_text, question_choices, max_query_chars, min_seconds_per_answer, ...).
+    """
+    if not completion_code.strip():
+        raise ValueError("a completion code is required")
+    with transaction.atomic():
+        study = Study.objects.create(
+            topic_set=topic_set, name=name, consent_text=consent_text,
+            completion_code=completion_code, **options,
+        )
+        gold_by_statement = {s.pk: expected for s, expected in gold}
+        statements = Statement.objects.filter(topic__topic_set=topic_set).order_by("pk")
+        items = [
+            StudyItem(
+                study=study, statement=s,
+                kind=StudyItem.KIND_GOLD if s.pk in gold_by_statement else StudyItem.KIND_STATEMENT,
+                expected=gold_by_statement.get(s.pk, ""),
+            )
+            for s in statements
+        ]
+        items += [
+            StudyItem(study=study, kind=StudyItem.KIND_ATTENTION, prompt=prompt, expected=expected)
+            for prompt, expected in attention_checks
+        ]
+        StudyItem.objects.bulk_create(items, batch_size=1000)
+    return study
+
+
+def participant_arrive(*, study: Study, platform: str, worker_id: str, session_token: str = "",
+                       external_study_id: str = "", external_session_id: str = "",
+                       user=None, submit_to: str = "") -> Participant:
+    """The participant for ``worker_id`` in ``study``, created on first arrival.
+
+    ``submit_to`` is MTurk's ``turkSubmitTo``: kept only when it is MTurk's production or
+    sandbox site (any other value falls back to production), so the finished page never
+    posts a worker's assignment anywhere else.
+
+    Once a worker has consented, they are only handed back to the browser session that
+    holds their token (or, for a signed-in account, to the same account): knowing a worker
+    id is not enough to read that worker's assignments or answers.
+    """
+    worker_id = worker_id.strip()[:200]
+    if not worker_id:
+        raise StudyError("This link does not identify you; please use the link from the study page.")
+    existing = Participant.objects.filter(study=study, worker_id=worker_id).first()
+    if existing is None:
+        if not study.is_open:
+            raise StudyClosed("This study is not taking new participants.")
+        try:
+            with transaction.atomic():
+                return Participant.objects.create(
+                    study=study, platform=platform, worker_id=worker_id,
+                    external_study_id=external_study_id[:200],
+                    external_session_id=external_session_id[:200],
+                    submit_to=(_mturk_submit_to(submit_to)
+                               if platform == Participant.PLATFORM_MTURK else ""),
+                    user=user, session_token=secrets.token_urlsafe(32),
+                )
+        except IntegrityError:  # the same worker arrived twice at once
+            existing = Participant.objects.get(study=study, worker_id=worker_id)
+    same_session = bool(session_token) and secrets.compare_digest(existing.session_token, session_token)
+    same_account = user is not None and existing.user_id is not None and existing.user_id == user.pk
+    # Before consent nothing of the worker's is on record, so a second arrival (the link
+    # opened twice at once, or in a new tab before starting) may share the session.
+    not_started = existing.status == Participant.STATUS_ARRIVED
+    if not (same_session or same_account or not_started):
+        raise SessionMismatch(
+            "You have already started this study in another browser; please continue there."
+        )
+    return existing
+
+
+def _mturk_submit_to(value: str) -> str:
+    value = value.strip().rstrip("/")
+    return value if value in MTURK_SUBMIT_HOSTS else MTURK_SUBMIT_HOSTS[0]
+
+
+def participant_consent(*, participant: Participant, seed: int | None = None) -> Participant:
+    """Record consent and hand out the worker's items (idempotent).
+
+    The study row is locked for the assignment, so concurrent arrivals are served one
+    after another and every choice sees the assignments made before it: a statement is
+    never handed out beyond its quota by concurrent consents. Statements this worker was
+    given in any study are excluded; (participant, item) is unique as a backstop.
+    """
+    with transaction.atomic():
+        # NO KEY UPDATE: serialises assignment without blocking inserts that reference
+        # the study (new participants), which only take KEY SHARE locks.
+        study = Study.objects.select_for_update(no_key=True).get(pk=participant.study_id)
+        p = Participant.objects.select_for_update().get(pk=participant.pk)
+        if p.status != Participant.STATUS_ARRIVED:
+            return p
+        load = study_item_load(study)
+        seen_statements = set(
+            Assignment.objects.filter(participant__worker_id=p.worker_id, item__statement__isnull=False)
+            .values_list("item__statement_id", flat=True)
+        )
+        items = list(StudyItem.objects.filter(study=study).values_list("pk", "kind", "statement_id"))
+        exclude = {str(pk) for pk, _, st in items if st in seen_statements}
+        p.seed = secrets.randbits(48) if seed is None else seed
+        chosen = choose_statements(
+            load, quota=study.responses_per_statement, k=study.statements_per_worker,
+            seed=p.seed, exclude=exclude,
+        )
+        now = timezone.now()
+        p.consented = now
+        if not chosen:
+            p.status = Participant.STATUS_FULL
+            p.finished = now
+            p.save(update_fields=["seed", "consented", "status", "finished"])
+            return p
+        extra = [str(pk) for pk, kind, _ in items
+                 if kind != StudyItem.KIND_STATEMENT and str(pk) not in exclude]
+        order = order_items(chosen + extra, p.seed)
+        Assignment.objects.bulk_create(
+            [Assignment(participant=p, item_id=int(pk), position=i) for i, pk in enumerate(order, 1)]
+        )
+        p.status = Participant.STATUS_ACTIVE
+        p.save(update_fields=["seed", "consented", "status"])
+        return p
+
+
+def assignment_mark_shown(assignment: Assignment) -> None:
+    """Start the answer clock the first time an item is shown (a reload keeps it)."""
+    if assignment.shown is None:
+        now = timezone.now()
+        Assignment.objects.filter(pk=assignment.pk, shown__isnull=True).update(shown=now)
+        assignment.shown = now
+
+
+@dataclass
+class SubmitResult:
+    accepted: bool
+    duplicate: bool = False
+    problems: list = field(default_factory=list)
+    status: str = ""
+    next_position: int | None = None
+    response: Response | None = None
+
+
+def response_submit(*, participant_id, position: int, raw: str, estimate: str = "") -> SubmitResult:
+    """Accept one answer for the participant's item at ``position`` (idempotent).
+
+    The participant row is locked, so double submits and parallel tabs are served one at a
+    time: a second POST for an answered item changes nothing and reports ``duplicate``.
+    Refused answers (see ``crowd.quality``) write nothing. An accepted answer to a
+    statement becomes a QueryVariant (source crowd, count 1). Failing an attention check
+    fails the worker and withdraws the variants they gave in this study.
+    Raises ``Assignment.DoesNotExist`` for a position the participant does not have.
+    """
+    with transaction.atomic():
+        p = (
+            Participant.objects.select_for_update(of=("self",))
+            .select_related("study")
+            .get(pk=participant_id)
+        )
+        study = p.study
+        assignments = list(
+            Assignment.objects.filter(participant=p)
+            .select_related("item__statement", "response")
+            .order_by("position")
+        )
+        current = next((a for a in assignments if a.position == position), None)
+        if current is None:
+            raise Assignment.DoesNotExist(position)
+
+        def answered(a):
+            try:
+                return a.response
+            except Response.DoesNotExist:
+                return None
+
+        def next_pos():
+            return next((a.position for a in assignments if answered(a) is None), None)
+
+        if answered(current) is not None or p.status != Participant.STATUS_ACTIVE:
+            return SubmitResult(accepted=False, duplicate=True, status=p.status,
+                                next_position=next_pos(), response=answered(current))
+        item = current.item
+        statement_text = item.statement.text if item.kind != StudyItem.KIND_ATTENTION else ""
+        previous = [r.normalised for r in map(answered, assignments) if r is not None]
+        problems = quality.query_problems(
+            raw, statement_text, max_chars=study.max_query_chars,
+            jaccard_threshold=study.copy_jaccard_threshold,
+            copy_min_tokens=study.copy_min_tokens,
+            previous=previous if item.kind != StudyItem.KIND_ATTENTION else (),
+        )
+        if problems:
+            return SubmitResult(accepted=False, problems=problems, status=p.status,
+                                next_position=position)
+        now = timezone.now()
+        seconds = (now - current.shown).total_seconds() if current.shown else None
+        check_passed = None
+        if item.kind == StudyItem.KIND_ATTENTION:
+            check_passed = quality.attention_passed(raw, item.expected)
+        elif item.kind == StudyItem.KIND_GOLD:
+            check_passed = quality.gold_passed(raw, item.expected)
+        norm = normalise_query(raw)
+        variant = None
+        if item.statement_id is not None:  # gold answers are variants too
+            topic_pk = item.statement.topic_id
+            variant_norm, uncorrected = spell_checked(
+                norm, topic_vocabularies([topic_pk])[topic_pk] if study.spell_correct else None)
+            variant = QueryVariant.objects.create(
+                topic_id=topic_pk,
+                variant_id=f"S{study.pk}-P{p.pk}-{position}",
+                raw=raw, normalised=variant_norm, uncorrected=uncorrected,
+                worker_id=p.worker_id, count=1,
+                estimate=estimate[:50], source=QueryVariant.SOURCE_CROWD,
+            )
+        response = Response.objects.create(
+            assignment=current, raw=raw, normalised=norm, estimate=estimate[:50],
+            seconds=seconds, too_fast=quality.is_too_fast(seconds, study.min_seconds_per_answer),
+            check_passed=check_passed, variant=variant,
+        )
+        current.response = response
+        if item.kind == StudyItem.KIND_ATTENTION and not check_passed:
+            p.status = Participant.STATUS_FAILED
+            p.fail_reason = "attention check"
+            p.finished = now
+            p.save(update_fields=["status", "fail_reason", "finished"])
+            QueryVariant.objects.filter(response__assignment__participant=p).delete()
+        elif next_pos() is None:
+            p.status = Participant.STATUS_COMPLETED
+            p.finished = now
+            p.save(update_fields=["status", "finished"])
+        return SubmitResult(accepted=True, status=p.status, next_position=next_pos(),
+                            response=response)

@@ -9,7 +9,6 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.db import connection
 
-from crowd import services
 from crowd.models import Intent, QueryVariant, Statement, Topic, TopicSet
 from crowd.normalise import normalise_query
 from crowd.selectors import variant_groups, variant_label, variant_list, variant_stats
@@ -91,7 +90,7 @@ def test_topics_import_is_all_or_nothing_when_a_write_fails(tmp_path, monkeypatc
     def boom(*args, **kwargs):
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(services.Intent.objects, "bulk_create", boom)
+    monkeypatch.setattr(Intent.objects, "bulk_create", boom)
     before = table_sizes()
     with pytest.raises(RuntimeError):
         topics_import("fresh", records)
@@ -281,7 +280,7 @@ def test_variant_import_is_all_or_nothing_when_a_write_fails(tmp_path, monkeypat
     def boom(*args, **kwargs):
         raise RuntimeError("connection lost")
 
-    monkeypatch.setattr(services.QueryVariant.objects, "bulk_create", boom)
+    monkeypatch.setattr(QueryVariant.objects, "bulk_create", boom)
     with pytest.raises(RuntimeError):
         variants_import("u", records, create_topics=True)
     assert table_sizes() == dict.fromkeys(table_sizes(), 0)

@@ -1,0 +1,56 @@
+"""Agreement between assessors, per intent, per topic and overall."""
+import json
+
+from django.core.management.base import BaseCommand, CommandError
+
+from evaluation import analysis
+from evaluation.agreement import LEVELS
+
+
+def _fmt(value) -> str:
+    return "-" if value is None else f"{value:.4f}"
+
+
+class Command(BaseCommand):
+    help = ("Cohen's κ (pairs, unweighted and linear), Fleiss' κ, Krippendorff's α (nominal, "
+            "ordinal, interval), Jaccard of relevant sets and α-coherence.")
+
+    def add_arguments(self, parser):
+        parser.add_argument("--judgments", help="a stored judgment set")
+        parser.add_argument("--labels", help="a labels file instead of a stored judgment set")
+        parser.add_argument("--format", choices=analysis.LABEL_FORMATS, default="tsv",
+                            help="labels file format: tsv (topic intent docid assessor grade) "
+                                 "or trec-rf10 (the TREC 2010 crowd file)")
+        parser.add_argument("--intent", help="only this intent id")
+        parser.add_argument("--relevant-from", type=int, default=1,
+                            help="the lowest grade that counts as relevant (default 1)")
+        parser.add_argument("--coherence", type=float, default=0.5,
+                            help="α of α-coherence: the least mean Jaccard similarity (default 0.5)")
+        parser.add_argument("--min-shared", type=int, default=2,
+                            help="pairs of assessors need this many shared items for Cohen's κ")
+        parser.add_argument("--json", action="store_true")
+
+    def handle(self, *args, **o):
+        try:
+            labels = analysis.labels_load(o["judgments"], o["labels"], o["format"])
+            summary = analysis.agreement_report(
+                labels, intent=o["intent"], relevant_from=o["relevant_from"],
+                coherence_alpha=o["coherence"], min_shared=o["min_shared"])
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        if o["json"]:
+            self.stdout.write(json.dumps(summary))
+            return
+        s = summary["overall"]
+        self.stdout.write(f"items {s['items']}  labels {s['labels']}  categories {summary['categories']}")
+        self.stdout.write(f"Fleiss' kappa           {_fmt(s['fleiss_kappa'])}")
+        for level in LEVELS:
+            self.stdout.write(f"Krippendorff's alpha    {_fmt(s['krippendorff_alpha'][level])} ({level})")
+        c = s["cohen_kappa"]
+        self.stdout.write(f"Cohen's kappa           {_fmt(c['unweighted'])} unweighted, "
+                          f"{_fmt(c['linear'])} linear, mean of {c['pairs']} assessor pairs")
+        self.stdout.write(f"Jaccard (relevant sets) {_fmt(s['jaccard']['mean'])} "
+                          f"(mean of {s['jaccard']['pairs']} pairs)")
+        h = s["coherence"]
+        self.stdout.write(f"coherent intents        {h['coherent_intents']} of {h['intents']} "
+                          f"at alpha {h['threshold']}")

@@ -1,0 +1,29 @@
+"""The agreement, intent, ranking, variance and pseudo-qrels mathematics import without Django."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+CANDIDATES = ["evaluation.agreement", "evaluation.intents", "evaluation.ranking",
+              "evaluation.variance", "evaluation.pseudoqrels"]
+
+
+def test_math_modules_import_without_django():
+    modules = [m for m in CANDIDATES if (ROOT / (m.replace(".", "/") + ".py")).exists()]
+    assert "evaluation.agreement" in modules
+    env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}
+    env["PYTHONPATH"] = str(ROOT)
+    code = (
+        "import sys\n"
+        f"for m in {modules!r}: __import__(m)\n"
+        "bad = sorted(m for m in sys.modules if m == 'django' or m.startswith('django.'))\n"
+        "assert not bad, bad\n"
+        "print('ok')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"

@@ -33,31 +33,36 @@ and every error is a :class:`ParseError` naming the file and the line.
     ``nav``/``inf``). The topic-level ``type`` attribute (``faceted``/``ambiguous``)
     becomes :attr:`TopicRecord.kind`, stored as the topic's ``kind``.
 
-Files ending in ``.gz`` (or starting with the gzip magic bytes) are decompressed. Text is
-UTF-8.
+Files are read through :mod:`common.fileio`: gzip is decompressed, text is decoded strictly
+(UTF-8 unless ``encoding=`` says otherwise), lines are bounded in length. Topic and intent
+ids pass the one id check of every importer (:func:`common.fileio.clean_id`: NFC, at most
+100 characters, no whitespace, control, zero-width or bidirectional characters); titles,
+descriptions, narratives and statements are at most :data:`MAX_TEXT_CHARS` characters.
 """
 from __future__ import annotations
 
 import csv
-import gzip
 import re
-import xml.parsers.expat
+import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator
 
+import defusedxml.ElementTree as DET
+from defusedxml import DefusedXmlException
+
+from common import fileio
+from common.fileio import InputError, plain_name, quote
+
 TOPIC_FORMATS = ("tsv", "smart", "trec", "webxml")
 
 
-class ParseError(ValueError):
-    """A file could not be read; the message names the file and the line."""
+MAX_ID_CHARS = 100  # topic and intent ids (the database columns)
+MAX_TEXT_CHARS = 20_000  # one title, description, narrative or statement
 
-    def __init__(self, source: str, line: int | None, message: str):
-        self.source = source
-        self.line = line
-        self.reason = message
-        where = f"{source}, line {line}" if line is not None else source
-        super().__init__(f"{where}: {message}")
+
+class ParseError(InputError):
+    """A file could not be read; the message names the file and the line."""
 
 
 @dataclass(frozen=True)
@@ -83,41 +88,22 @@ class TopicRecord:
 # --- file access -------------------------------------------------------------------
 
 
-def open_lines(path: str | Path) -> Iterator[tuple[int, str]]:
-    """Yield ``(line_number, text)`` with the newline removed; ``.gz`` is decompressed.
-
-    A line that is not UTF-8 raises :class:`ParseError` naming that line.
-    """
-    path = Path(path)
-    with _open_binary(path) as fh:
-        for number, raw in enumerate(fh, 1):
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise ParseError(str(path), number, f"not UTF-8 ({exc.reason})") from None
-            yield number, text.rstrip("\r\n")
+def open_lines(path: str | Path, encoding: str = "utf-8") -> Iterator[tuple[int, str]]:
+    """Yield ``(line_number, text)`` (see :func:`common.fileio.open_lines`); errors are
+    :class:`ParseError`."""
+    return fileio.open_lines(path, encoding=encoding, error=ParseError)
 
 
-def read_bytes(path: str | Path) -> bytes:
-    with _open_binary(Path(path)) as fh:
-        return fh.read()
+def topic_id_check(value: str, source: str, line: int | None, what: str = "topic id") -> str:
+    """The id in NFC, or :class:`ParseError` naming the place (see the module docstring)."""
+    return fileio.checked_id(value, what, source, line, max_chars=MAX_ID_CHARS, error=ParseError)
 
 
-def _open_binary(path: Path):
-    try:
-        with open(path, "rb") as probe:
-            magic = probe.read(2)
-    except OSError as exc:
-        raise ParseError(str(path), None, f"cannot open ({exc.strerror})") from None
-    if magic == b"\x1f\x8b":
-        return gzip.open(path, "rb")
-    return open(path, "rb")
-
-
-def plain_name(path: str | Path) -> str:
-    """The file name without a trailing ``.gz``, lower-cased (for extension checks)."""
-    name = Path(path).name.lower()
-    return name[:-3] if name.endswith(".gz") else name
+def text_check(value: str, what: str, source: str, line: int | None) -> str:
+    if len(value) > MAX_TEXT_CHARS:
+        raise ParseError(source, line, f"{what} is {len(value)} characters "
+                                       f"(at most {MAX_TEXT_CHARS}): {quote(value, 60)}")
+    return value
 
 
 def _clean(text: str) -> str:
@@ -127,11 +113,13 @@ def _clean(text: str) -> str:
 # --- readers -----------------------------------------------------------------------
 
 
-def read_topics(path: str | Path, fmt: str, *, ids: str = "given") -> list[TopicRecord]:
+def read_topics(path: str | Path, fmt: str, *, ids: str = "given",
+                encoding: str = "utf-8") -> list[TopicRecord]:
     """Read a topic file in one of :data:`TOPIC_FORMATS`.
 
     ``ids`` is ``"given"`` (the file's own ids) or ``"position"`` (1, 2, ... in file
-    order; for files whose judgments number topics by position).
+    order; for files whose judgments number topics by position). ``encoding`` is the text
+    encoding of line-based formats (XML files declare their own).
     """
     if fmt not in TOPIC_FORMATS:
         raise ValueError(f"unknown topic format {fmt!r}; expected one of {TOPIC_FORMATS}")
@@ -139,9 +127,9 @@ def read_topics(path: str | Path, fmt: str, *, ids: str = "given") -> list[Topic
         raise ValueError(f"ids must be 'given' or 'position', not {ids!r}")
     source = str(path)
     if fmt == "webxml":
-        records = parse_webxml(read_bytes(path), source)
+        records = parse_webxml(fileio.read_bytes(path, error=ParseError), source)
     else:
-        lines = open_lines(path)
+        lines = open_lines(path, encoding)
         if fmt == "tsv":
             records = parse_tsv(lines, source, delimiter=_delimiter_for(path))
         elif fmt == "smart":
@@ -230,10 +218,11 @@ def parse_tsv(
             )
         topic_id, statement = cells[0], cells[1]
         title = cells[2] if len(cells) == 3 else ""
-        if not topic_id:
-            raise ParseError(source, number, "empty topic id")
+        topic_id = topic_id_check(topic_id, source, number)
         if not statement:
             raise ParseError(source, number, f"empty statement for topic {topic_id!r}")
+        text_check(statement, "the statement", source, number)
+        text_check(title, "the title", source, number)
         if topic_id not in first_line:
             order.append(topic_id)
             first_line[topic_id] = number
@@ -276,10 +265,13 @@ def parse_smart(lines: Iterable[tuple[int, str]], source: str) -> list[TopicReco
         text = _clean(" ".join(current["W"]))
         if not text:
             raise ParseError(source, current["line"], f"query {current['id']!r} has no .W text")
+        text_check(text, "the .W text", source, current["line"])
+        title = text_check(_clean(" ".join(current["T"])), "the .T title", source,
+                           current["line"])
         records.append(
             TopicRecord(
                 topic_id=current["id"],
-                title=_clean(" ".join(current["T"])) or text,
+                title=title or text,
                 description=text,
                 statements=(text,),
                 source=source,
@@ -295,7 +287,8 @@ def parse_smart(lines: Iterable[tuple[int, str]], source: str) -> list[TopicReco
                 finish()
                 if not rest or len(rest.split()) != 1:
                     raise ParseError(source, number, f"'.I' needs one id, found {text.strip()!r}")
-                current = {"id": rest, "line": number, "W": [], "T": []}
+                current = {"id": topic_id_check(rest, source, number), "line": number,
+                           "W": [], "T": []}
                 fieldname = None
                 continue
             if current is None:
@@ -346,7 +339,7 @@ def parse_trec(lines: Iterable[tuple[int, str]], source: str) -> list[TopicRecor
                     records.append(_trec_record(block, source, block_line))
                     block = None
                 continue
-            raise ParseError(source, number, f"expected <top>, found {stripped[:40]!r}")
+            raise ParseError(source, number, f"expected <top>, found {quote(stripped, 40)}")
         if stripped.lower().startswith("<top>"):
             raise ParseError(source, number, f"<top> inside the topic opened on line {block_line}")
         if stripped.lower().endswith("</top>"):
@@ -394,10 +387,13 @@ def _trec_record(block: list[tuple[int, str]], source: str, block_line: int) -> 
     if not values["num"]:
         raise ParseError(source, seen_line.get("num", block_line), "topic without a <num>")
     if len(values["num"].split()) != 1:
-        raise ParseError(source, seen_line["num"], f"<num> is not one id: {values['num']!r}")
+        raise ParseError(source, seen_line["num"], f"<num> is not one id: {quote(values['num'])}")
+    topic_id = topic_id_check(values["num"], source, seen_line["num"])
+    for tag, what in (("title", "<title>"), ("desc", "<desc>"), ("narr", "<narr>")):
+        text_check(values[tag], what, source, seen_line.get(tag, block_line))
     statement = "\n\n".join(v for v in (values["desc"], values["narr"]) if v)
     return TopicRecord(
-        topic_id=values["num"],
+        topic_id=topic_id,
         title=values["title"],
         description=values["desc"],
         narrative=values["narr"],
@@ -407,89 +403,83 @@ def _trec_record(block: list[tuple[int, str]], source: str, block_line: int) -> 
     )
 
 
+class _LineTreeBuilder(ET.TreeBuilder):
+    """A tree builder that remembers the line on which each element starts."""
+
+    def __init__(self):
+        super().__init__()
+        self.parser = None
+        self.lines: dict[int, int] = {}
+
+    def start(self, tag, attrs):
+        element = super().start(tag, attrs)
+        self.lines[id(element)] = self.parser.parser.CurrentLineNumber
+        return element
+
+
+def _text(element) -> str:
+    return _clean("".join(element.itertext())) if element is not None else ""
+
+
 def parse_webxml(data: bytes, source: str) -> list[TopicRecord]:
-    """TREC Web track topics with subtopics; see the module docstring."""
-    parser = xml.parsers.expat.ParserCreate()
-    # Never read anything outside the file (external DTDs or entities).
-    parser.SetParamEntityParsing(xml.parsers.expat.XML_PARAM_ENTITY_PARSING_NEVER)
-    parser.ExternalEntityRefHandler = lambda *args: 0
-    records: list[TopicRecord] = []
-    state: dict = {"topic": None, "text": None}
+    """TREC Web track topics with subtopics; see the module docstring.
 
-    def start(name, attrs):
-        line = parser.CurrentLineNumber
-        if name == "topic":
-            if state["topic"] is not None:
-                raise ParseError(source, line, "<topic> inside another <topic>")
-            number = (attrs.get("number") or "").strip()
-            if not number:
-                raise ParseError(source, line, "<topic> without a number attribute")
-            state["topic"] = {
-                "id": number,
-                "kind": (attrs.get("type") or "").strip(),
-                "line": line,
-                "query": None,
-                "description": None,
-                "subtopics": [],
-            }
-        elif name in ("query", "description", "subtopic"):
-            topic = state["topic"]
-            if topic is None:
-                raise ParseError(source, line, f"<{name}> outside a <topic>")
-            if name == "subtopic":
-                number = (attrs.get("number") or "").strip()
-                if not number:
-                    raise ParseError(source, line, "<subtopic> without a number attribute")
-                if any(s[0] == number for s in topic["subtopics"]):
-                    raise ParseError(
-                        source, line, f"subtopic {number} repeated in topic {topic['id']}"
-                    )
-                topic["subtopics"].append([number, (attrs.get("type") or "").strip(), ""])
-            state["text"] = (name, [])
-
-    def data_handler(text):
-        if state["text"] is not None:
-            state["text"][1].append(text)
-
-    def end(name):
-        line = parser.CurrentLineNumber
-        topic = state["topic"]
-        if name in ("query", "description", "subtopic") and state["text"] is not None:
-            value = _clean("".join(state["text"][1]))
-            state["text"] = None
-            if name == "subtopic":
-                topic["subtopics"][-1][2] = value
-            else:
-                topic[name] = value
-        elif name == "topic":
-            if not topic["query"]:
-                raise ParseError(source, line, f"topic {topic['id']} has no <query>")
-            description = topic["description"] or ""
-            records.append(
-                TopicRecord(
-                    topic_id=topic["id"],
-                    title=topic["query"],
-                    description=description,
-                    statements=(description,) if description else (),
-                    intents=tuple(
-                        IntentRecord(intent_id=n, kind=k, description=d)
-                        for n, k, d in topic["subtopics"]
-                    ),
-                    kind=topic["kind"],
-                    source=source,
-                    line=topic["line"],
-                )
-            )
-            state["topic"] = None
-
-    parser.StartElementHandler = start
-    parser.EndElementHandler = end
-    parser.CharacterDataHandler = data_handler
+    Parsed with ElementTree over defusedxml: DTDs may appear, but entity declarations and
+    external references are refused, so nothing outside the file is read.
+    """
+    builder = _LineTreeBuilder()
+    parser = DET.DefusedXMLParser(target=builder)
+    builder.parser = parser
     try:
-        parser.Parse(data, True)
-    except xml.parsers.expat.ExpatError as exc:
-        raise ParseError(
-            source, exc.lineno, f"malformed XML ({xml.parsers.expat.ErrorString(exc.code)})"
-        ) from None
+        parser.feed(data)
+        root = parser.close()
+    except ET.ParseError as exc:
+        raise ParseError(source, exc.position[0], f"malformed XML ({str(exc).split(':')[0]})") \
+            from None
+    except DefusedXmlException as exc:
+        raise ParseError(source, getattr(exc, "lineno", None),
+                         f"refused XML ({type(exc).__name__}: entities and external "
+                         "references are not allowed)") from None
+
+    def line(element) -> int:
+        return builder.lines[id(element)]
+
+    inside = {id(e) for topic in root.iter("topic") for e in topic.iter()}
+    for element in root.iter():
+        if element.tag in ("query", "description", "subtopic") and id(element) not in inside:
+            raise ParseError(source, line(element), f"<{element.tag}> outside a <topic>")
+    records: list[TopicRecord] = []
+    for topic in root.iter("topic"):
+        where = line(topic)
+        if topic.find(".//topic") is not None:
+            raise ParseError(source, line(topic.find(".//topic")),
+                             "<topic> inside another <topic>")
+        number = (topic.get("number") or "").strip()
+        if not number:
+            raise ParseError(source, where, "<topic> without a number attribute")
+        number = topic_id_check(number, source, where)
+        query = _text(topic.find("query"))
+        if not query:
+            raise ParseError(source, where, f"topic {number} has no <query>")
+        description = _text(topic.find("description"))
+        text_check(query, "<query>", source, where)
+        text_check(description, "<description>", source, where)
+        intents: list[IntentRecord] = []
+        for sub in topic.iter("subtopic"):
+            sub_number = (sub.get("number") or "").strip()
+            if not sub_number:
+                raise ParseError(source, line(sub), "<subtopic> without a number attribute")
+            sub_number = topic_id_check(sub_number, source, line(sub), "subtopic number")
+            if any(i.intent_id == sub_number for i in intents):
+                raise ParseError(source, line(sub), f"subtopic {sub_number} repeated in topic "
+                                                    f"{number}")
+            intents.append(IntentRecord(
+                intent_id=sub_number, kind=(sub.get("type") or "").strip(),
+                description=text_check(_text(sub), "<subtopic>", source, line(sub))))
+        records.append(TopicRecord(
+            topic_id=number, title=query, description=description,
+            statements=(description,) if description else (), intents=tuple(intents),
+            kind=(topic.get("type") or "").strip(), source=source, line=where,
+        ))
     _check_unique(records, source)
     return records

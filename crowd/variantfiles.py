@@ -25,7 +25,12 @@ Blank lines are skipped everywhere.
     ``topic_id`` or ``qid`` is skipped. A missing or empty count is 1. The variant id is
     empty.
 
-A query whose normalised form is empty (only punctuation) is rejected with its line.
+A query whose normalised form is empty (only punctuation) is rejected with its line, as is
+a query longer than :data:`MAX_QUERY_CHARS` characters. Topic, worker and variant ids pass
+the one id check of every importer (:func:`common.fileio.clean_id`: NFC, no whitespace,
+control, zero-width or bidirectional characters; at most 100 characters, worker ids 200).
+Counts are whole numbers from 1 to 2^31 - 1. Text is UTF-8 unless ``encoding=`` says
+otherwise.
 """
 from __future__ import annotations
 
@@ -34,10 +39,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
+from common import fileio
+from common.fileio import plain_name, quote
 from crowd.normalise import normalise_query
-from crowd.topicfiles import ParseError, open_lines, plain_name, split_rows
+from crowd.topicfiles import ParseError, open_lines, split_rows, topic_id_check
 
 VARIANT_FORMATS = ("uqv100", "robust04-uqv", "tsv")
+MAX_QUERY_CHARS = 1000
+MAX_WORKER_CHARS = 200
+MAX_ESTIMATE_CHARS = 50
 
 
 @dataclass(frozen=True)
@@ -52,19 +62,19 @@ class VariantRecord:
     line: int = 0
 
 
-def read_variants(path: str | Path, fmt: str) -> list[VariantRecord]:
+def read_variants(path: str | Path, fmt: str, *, encoding: str = "utf-8") -> list[VariantRecord]:
     """Read a variant file in one of :data:`VARIANT_FORMATS`."""
     source = str(path)
-    lines = open_lines(path)
+    if fmt not in VARIANT_FORMATS:
+        raise ValueError(f"unknown variant format {fmt!r}; expected one of {VARIANT_FORMATS}")
+    lines = open_lines(path, encoding)
     if fmt == "uqv100":
         records = parse_uqv100(lines, source)
     elif fmt == "robust04-uqv":
         records = parse_robust04_uqv(lines, source)
-    elif fmt == "tsv":
+    else:
         delimiter = "," if plain_name(path).endswith(".csv") else "\t"
         records = parse_tsv(lines, source, delimiter=delimiter)
-    else:
-        raise ValueError(f"unknown variant format {fmt!r}; expected one of {VARIANT_FORMATS}")
     if not records:
         raise ParseError(source, None, f"no query variants found (format {fmt})")
     return records
@@ -74,19 +84,31 @@ def _raw_query(text: str, source: str, number: int) -> str:
     raw = text.strip()
     if not raw:
         raise ParseError(source, number, "empty query")
+    if len(raw) > MAX_QUERY_CHARS:
+        raise ParseError(source, number, f"query is {len(raw)} characters (at most "
+                                         f"{MAX_QUERY_CHARS}): {quote(raw, 60)}")
     if not normalise_query(raw):
-        raise ParseError(source, number, f"query {raw!r} has no words after normalisation")
+        raise ParseError(source, number, f"query {quote(raw)} has no words after normalisation")
     return raw
 
 
 def _count(text: str, source: str, number: int) -> int:
     try:
-        value = int(text)
-    except ValueError:
-        raise ParseError(source, number, f"count {text!r} is not a whole number") from None
-    if value < 1:
-        raise ParseError(source, number, f"count {value} is not positive")
-    return value
+        return fileio.parse_int(text, "count", low=1)
+    except ValueError as exc:
+        raise ParseError(source, number, str(exc)) from None
+
+
+def _worker(text: str, source: str, number: int) -> str:
+    return fileio.checked_id(text, "worker id", source, number, max_chars=MAX_WORKER_CHARS,
+                             error=ParseError)
+
+
+def _estimate(text: str, source: str, number: int) -> str:
+    if len(text) > MAX_ESTIMATE_CHARS:
+        raise ParseError(source, number, f"estimate {quote(text, 60)} is longer than "
+                                         f"{MAX_ESTIMATE_CHARS} characters")
+    return text
 
 
 _UQV_TOPIC = re.compile(r"^UQV100\.\d+$")
@@ -115,11 +137,12 @@ def parse_uqv100(lines: Iterable[tuple[int, str]], source: str) -> list[VariantR
             raise ParseError(
                 source, number, "expected topic|worker|estimate|...|count before the TAB"
             )
-        topic_id, worker_id, estimate = fields[t], fields[t + 1], fields[t + 2]
-        if not worker_id:
-            raise ParseError(source, number, "empty worker id")
+        topic_id = topic_id_check(fields[t], source, number)
+        worker_id = _worker(fields[t + 1], source, number)
+        estimate = _estimate(fields[t + 2], source, number)
         count = _count(fields[-1], source, number)
-        variant_id = "|".join(fields[:t]) or f"{topic_id}:{number}"
+        variant_id = topic_id_check("|".join(fields[:t]) or f"{topic_id}:{number}", source,
+                                    number, "variant id")
         records.append(
             VariantRecord(
                 topic_id=topic_id,
@@ -148,11 +171,11 @@ def parse_robust04_uqv(lines: Iterable[tuple[int, str]], source: str) -> list[Va
         if ";" not in text:
             raise ParseError(source, number, "expected 'topic-user-seq;query'")
         variant_id, query = text.split(";", 1)
-        variant_id = variant_id.strip()
+        variant_id = topic_id_check(variant_id.strip(), source, number, "variant id")
         match = _ROBUST_ID.match(variant_id)
         if not match:
             raise ParseError(
-                source, number, f"id {variant_id!r} is not of the form topic-user-seq"
+                source, number, f"id {quote(variant_id)} is not of the form topic-user-seq"
             )
         if variant_id in seen:
             raise ParseError(
@@ -194,10 +217,8 @@ def parse_tsv(
                 number,
                 f"expected 2 to 4 columns (topic, query, worker, count), found {len(cells)}",
             )
-        topic_id = cells[0]
-        if not topic_id:
-            raise ParseError(source, number, "empty topic id")
-        worker_id = cells[2] if len(cells) > 2 else ""
+        topic_id = topic_id_check(cells[0], source, number)
+        worker_id = _worker(cells[2], source, number) if len(cells) > 2 and cells[2] else ""
         count = _count(cells[3], source, number) if len(cells) > 3 and cells[3] else 1
         records.append(
             VariantRecord(

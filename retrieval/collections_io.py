@@ -1,7 +1,8 @@
 """Readers for document collections as organisers bring them. No Django here.
 
-Every reader streams ``Document(docid, contents, raw)`` records from one file (``.gz``
-accepted) and raises :class:`CollectionFormatError` naming the file and line of the first
+Every reader streams ``Document(docid, contents, raw)`` records from one file through
+:mod:`common.fileio` (gzip accepted; text decoded strictly, UTF-8 unless ``encoding=`` says
+otherwise) and raises :class:`CollectionFormatError` naming the file and line of the first
 problem. ``contents`` is what gets indexed; ``raw`` is what the document page shows.
 
 Formats
@@ -14,22 +15,30 @@ Formats
   ``.W`` (abstract) and ``.A`` (authors, so author queries can match); ``.B`` (source),
   ``.N`` (bookkeeping), ``.X`` (citation triples) and ``.K`` are kept in raw only.
 
-Docids must be non-empty, at most 255 characters, without whitespace, and unique within a
-file (duplicates are an error, not silently merged).
+Docids pass the one id check of every importer (:func:`common.fileio.clean_id`: NFC, at
+most 255 characters, no whitespace, control, zero-width or bidirectional characters) and
+are unique within a file (duplicates are an error, not silently merged). A line is at most
+:data:`MAX_LINE_BYTES` bytes and a document at most :data:`MAX_DOCUMENT_CHARS` characters.
+A document whose contents are empty is an error naming it (Anserini would drop it from the
+index without a word) unless ``allow_empty=True`` asks for such documents to be yielded, for
+the caller to leave out and report.
 """
 from __future__ import annotations
 
-import gzip
-import io
 import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+from common import fileio
+from common.fileio import InputError, quote
+
 FORMATS = ("jsonl", "trec", "smart")
 SMART_CONTENT_FIELDS = ("T", "W", "A")
 MAX_DOCID_CHARS = 255
+MAX_LINE_BYTES = 64 << 20
+MAX_DOCUMENT_CHARS = 64 << 20
 
 
 @dataclass(frozen=True)
@@ -39,171 +48,179 @@ class Document:
     raw: str
 
 
-class CollectionFormatError(ValueError):
+class CollectionFormatError(InputError):
     """A collection file is malformed; the message names the file and line."""
 
-    def __init__(self, path, line: int | None, message: str):
-        self.path = str(path)
-        self.line = line
-        where = f"{path}, line {line}" if line is not None else f"{path}"
-        super().__init__(f"{where}: {message}")
 
-
-def open_text(path: str | Path) -> io.TextIOBase:
-    """Open a text file, transparently decompressing ``.gz``; UTF-8, undecodable bytes
-    replaced (old collections mix encodings)."""
-    path = Path(path)
-    if path.suffix == ".gz":
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", errors="replace")
-    return open(path, encoding="utf-8", errors="replace")
+def _lines(path, encoding: str):
+    """``(line number, text with its newline)``: the readers keep line breaks in raw text."""
+    for number, text in fileio.open_lines(path, encoding=encoding, max_line_bytes=MAX_LINE_BYTES,
+                                          error=CollectionFormatError):
+        yield number, text + "\n"
 
 
 def _check_docid(path, line_no: int, docid: str, seen: set) -> str:
-    if not docid:
-        raise CollectionFormatError(path, line_no, "empty document id")
-    if len(docid) > MAX_DOCID_CHARS:
-        raise CollectionFormatError(
-            path, line_no, f"document id longer than {MAX_DOCID_CHARS} characters"
-        )
-    if any(c.isspace() for c in docid):
-        raise CollectionFormatError(path, line_no, f"document id {docid!r} contains whitespace")
+    docid = fileio.checked_id(docid, "document id", path, line_no, max_chars=MAX_DOCID_CHARS,
+                              error=CollectionFormatError)
     if docid in seen:
-        raise CollectionFormatError(path, line_no, f"duplicate document id {docid!r}")
+        raise CollectionFormatError(path, line_no, f"duplicate document id {quote(docid)}")
     seen.add(docid)
     return docid
 
 
-def read_collection(path: str | Path, fmt: str) -> Iterator[Document]:
+def _check_document(path, line_no: int, doc: Document, allow_empty: bool) -> Document:
+    if not allow_empty and not doc.contents.strip():
+        raise CollectionFormatError(
+            path, line_no, f"document {quote(doc.docid)} has no text to index (Anserini "
+            "would drop it)")
+    if len(doc.raw) > MAX_DOCUMENT_CHARS:
+        raise CollectionFormatError(
+            path, line_no, f"document {quote(doc.docid)} is longer than {MAX_DOCUMENT_CHARS} "
+            "characters")
+    return doc
+
+
+def read_collection(path: str | Path, fmt: str, *, encoding: str = "utf-8",
+                    allow_empty: bool = False) -> Iterator[Document]:
     """Stream the documents of one collection file in the given format."""
     readers = {"jsonl": read_jsonl, "trec": read_trec, "smart": read_smart}
     if fmt not in readers:
         raise ValueError(f"unknown collection format {fmt!r}; use one of {', '.join(FORMATS)}")
-    path = Path(path)
-    if not path.is_file():
-        raise CollectionFormatError(path, None, "no such file")
-    return readers[fmt](path)
+    path = fileio.require_file(path, error=CollectionFormatError)
+    return readers[fmt](path, encoding=encoding, allow_empty=allow_empty)
 
 
-def read_jsonl(path: str | Path) -> Iterator[Document]:
+def read_jsonl(path: str | Path, *, encoding: str = "utf-8",
+               allow_empty: bool = False) -> Iterator[Document]:
     seen: set[str] = set()
-    with open_text(path) as f:
-        for line_no, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise CollectionFormatError(path, line_no, f"invalid JSON ({exc.msg})") from None
-            if not isinstance(obj, dict):
-                raise CollectionFormatError(path, line_no, "expected a JSON object")
-            if "id" not in obj:
-                raise CollectionFormatError(path, line_no, "missing \"id\"")
-            docid = _check_docid(path, line_no, str(obj["id"]).strip(), seen)
-            if "contents" in obj:
-                contents = str(obj["contents"] or "")
-            elif "title" in obj or "text" in obj:
-                contents = "\n\n".join(
-                    str(obj[k]) for k in ("title", "text") if obj.get(k)
-                )
-            else:
-                raise CollectionFormatError(
-                    path, line_no, "missing \"contents\" (or \"title\"/\"text\")"
-                )
-            yield Document(docid, contents, contents)
+    for line_no, line in _lines(path, encoding):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except (json.JSONDecodeError, RecursionError) as exc:
+            reason = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
+            raise CollectionFormatError(path, line_no, f"invalid JSON ({reason})") from None
+        if not isinstance(obj, dict):
+            raise CollectionFormatError(path, line_no, "expected a JSON object")
+        if "id" not in obj:
+            raise CollectionFormatError(path, line_no, "missing \"id\"")
+        docid = _check_docid(path, line_no, str(obj["id"]).strip(), seen)
+        if "contents" in obj:
+            contents = str(obj["contents"] or "")
+        elif "title" in obj or "text" in obj:
+            contents = "\n\n".join(
+                str(obj[k]) for k in ("title", "text") if obj.get(k)
+            )
+        else:
+            raise CollectionFormatError(
+                path, line_no, "missing \"contents\" (or \"title\"/\"text\")"
+            )
+        yield _check_document(path, line_no, Document(docid, contents, contents), allow_empty)
 
 
 _TAG = re.compile(r"<[^>]*>")
 _DOCNO = re.compile(r"<DOCNO>\s*(.*?)\s*</DOCNO>", re.IGNORECASE | re.DOTALL)
 
 
-def read_trec(path: str | Path) -> Iterator[Document]:
+def read_trec(path: str | Path, *, encoding: str = "utf-8",
+              allow_empty: bool = False) -> Iterator[Document]:
     seen: set[str] = set()
     buf: list[str] = []
+    size = 0
     start = None
-    with open_text(path) as f:
-        line_no = 0
-        for line_no, line in enumerate(f, 1):
-            stripped = line.strip()
-            upper = stripped.upper()
-            if start is None:
-                if upper.startswith("<DOC>"):
-                    start = line_no
-                    buf = [line]
-                    if "</DOC>" in upper:
-                        yield _trec_doc(path, start, "".join(buf), seen)
-                        start = None
-                elif upper.startswith("</DOC>"):
-                    raise CollectionFormatError(path, line_no, "</DOC> without an opening <DOC>")
-                elif stripped:
-                    raise CollectionFormatError(
-                        path, line_no, f"text outside <DOC>...</DOC>: {stripped[:40]!r}"
-                    )
-                continue
+    for line_no, line in _lines(path, encoding):
+        stripped = line.strip()
+        upper = stripped.upper()
+        if start is None:
             if upper.startswith("<DOC>"):
+                start = line_no
+                buf, size = [line], len(line)
+                if "</DOC>" in upper:
+                    yield _trec_doc(path, start, "".join(buf), seen, allow_empty)
+                    start = None
+            elif upper.startswith("</DOC>"):
+                raise CollectionFormatError(path, line_no, "</DOC> without an opening <DOC>")
+            elif stripped:
                 raise CollectionFormatError(
-                    path, start, f"<DOC> opened here is not closed before line {line_no}"
+                    path, line_no, f"text outside <DOC>...</DOC>: {quote(stripped, 40)}"
                 )
-            buf.append(line)
-            if "</DOC>" in upper:
-                yield _trec_doc(path, start, "".join(buf), seen)
-                start = None
-        if start is not None:
-            raise CollectionFormatError(path, start, "<DOC> opened here is never closed (unterminated DOC)")
+            continue
+        if upper.startswith("<DOC>"):
+            raise CollectionFormatError(
+                path, start, f"<DOC> opened here is not closed before line {line_no}"
+            )
+        buf.append(line)
+        size += len(line)
+        if size > MAX_DOCUMENT_CHARS:
+            raise CollectionFormatError(
+                path, start, f"document longer than {MAX_DOCUMENT_CHARS} characters (is "
+                "</DOC> missing?)")
+        if "</DOC>" in upper:
+            yield _trec_doc(path, start, "".join(buf), seen, allow_empty)
+            start = None
+    if start is not None:
+        raise CollectionFormatError(path, start, "<DOC> opened here is never closed (unterminated DOC)")
 
 
-def _trec_doc(path, line_no: int, text: str, seen: set) -> Document:
+def _trec_doc(path, line_no: int, text: str, seen: set, allow_empty: bool) -> Document:
     m = _DOCNO.search(text)
     if m is None:
         raise CollectionFormatError(path, line_no, "document without <DOCNO>...</DOCNO>")
     docid = _check_docid(path, line_no, m.group(1), seen)
     body = text[: m.start()] + text[m.end():]
     contents = " ".join(_TAG.sub(" ", body).split())
-    return Document(docid, contents, text.strip())
+    return _check_document(path, line_no, Document(docid, contents, text.strip()), allow_empty)
 
 
 _SMART_MARK = re.compile(r"^\.([A-Z])(?:\s+(.*))?$")
 
 
-def read_smart(path: str | Path) -> Iterator[Document]:
+def read_smart(path: str | Path, *, encoding: str = "utf-8",
+               allow_empty: bool = False) -> Iterator[Document]:
     seen: set[str] = set()
     docid = None
     start = 0
+    size = 0
     fields: dict[str, list[str]] = {}
     raw: list[str] = []
     current = None
-    with open_text(path) as f:
-        for line_no, line in enumerate(f, 1):
-            text = line.rstrip("\n")
-            m = _SMART_MARK.match(text.rstrip())
-            if m and m.group(1) == "I":
-                if docid is not None:
-                    yield _smart_doc(docid, fields, raw)
-                docid = _check_docid(path, line_no, (m.group(2) or "").strip(), seen)
-                start = line_no
-                fields, raw, current = {}, [text], None
-                continue
-            if docid is None:
-                if text.strip():
-                    raise CollectionFormatError(
-                        path, line_no, f"text before the first .I record: {text.strip()[:40]!r}"
-                    )
-                continue
-            raw.append(text)
-            if m:
-                current = m.group(1)
-                fields.setdefault(current, [])
-                if m.group(2):
-                    fields[current].append(m.group(2))
-            elif current is None:
-                if text.strip():
-                    raise CollectionFormatError(
-                        path, line_no,
-                        f"text in record {docid!r} (started line {start}) before any field marker",
-                    )
-            else:
-                fields[current].append(text)
-        if docid is not None:
-            yield _smart_doc(docid, fields, raw)
+    for line_no, line in _lines(path, encoding):
+        text = line.rstrip("\n")
+        m = _SMART_MARK.match(text.rstrip())
+        if m and m.group(1) == "I":
+            if docid is not None:
+                yield _check_document(path, start, _smart_doc(docid, fields, raw), allow_empty)
+            docid = _check_docid(path, line_no, (m.group(2) or "").strip(), seen)
+            start = line_no
+            fields, raw, current, size = {}, [text], None, len(text)
+            continue
+        if docid is None:
+            if text.strip():
+                raise CollectionFormatError(
+                    path, line_no, f"text before the first .I record: {quote(text.strip(), 40)}"
+                )
+            continue
+        raw.append(text)
+        size += len(text)
+        if size > MAX_DOCUMENT_CHARS:
+            raise CollectionFormatError(
+                path, start, f"document longer than {MAX_DOCUMENT_CHARS} characters")
+        if m:
+            current = m.group(1)
+            fields.setdefault(current, [])
+            if m.group(2):
+                fields[current].append(m.group(2))
+        elif current is None:
+            if text.strip():
+                raise CollectionFormatError(
+                    path, line_no,
+                    f"text in record {docid!r} (started line {start}) before any field marker",
+                )
+        else:
+            fields[current].append(text)
+    if docid is not None:
+        yield _check_document(path, start, _smart_doc(docid, fields, raw), allow_empty)
 
 
 def _smart_doc(docid: str, fields: dict[str, list[str]], raw: list[str]) -> Document:

@@ -1,10 +1,15 @@
 """Reading and writing TREC run files (``qid Q0 docid rank score tag``). No Django here.
 
-Reading streams line by line (``.gz`` accepted) and raises :class:`RunFormatError` naming
-the file and line of the first problem: wrong column count, a rank that is not an integer,
-a score that is not a finite number, the same docid twice for one topic, or several tags in
-one file. Topic and document ids stay strings. Rankings come back ordered by
-(-score, docid), the house tie-break; the file's rank column is validated but not trusted.
+This is the one TREC run reader of the project. Reading streams line by line through
+:mod:`common.fileio` (gzip accepted; text decoded strictly, UTF-8 unless ``encoding=``
+says otherwise; lines bounded in length) and raises :class:`RunFormatError` naming the
+file and line of the first problem: wrong column count, a rank that is not a whole number
+from 1 to 2^31 - 1, a score that is not a finite number, an id refused by the id check of
+every importer (:func:`common.fileio.clean_id`: NFC, no whitespace, control, zero-width or
+bidirectional characters, at most 255 characters), the same docid twice for one topic, or
+several tags in one file. Topic and document ids stay strings. Rankings come back ordered
+by (-score, docid), the house tie-break; the file's rank column is validated but not
+trusted.
 """
 from __future__ import annotations
 
@@ -13,7 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator, TextIO
 
-from .collections_io import open_text
+from common import fileio
+from common.fileio import InputError, quote
+
+MAX_TAG_CHARS = 100
 
 
 @dataclass(frozen=True)
@@ -26,65 +34,64 @@ class ScoredDoc:
     line: int
 
 
-class RunFormatError(ValueError):
+class RunFormatError(InputError):
     """A run file is malformed; the message names the file and line."""
 
-    def __init__(self, path, line: int | None, message: str):
-        self.path = str(path)
-        self.line = line
-        where = f"{path}, line {line}" if line is not None else str(path)
-        super().__init__(f"{where}: {message}")
 
-
-def read_run_lines(path: str | Path) -> Iterator[ScoredDoc]:
+def read_run_lines(path: str | Path, *, encoding: str = "utf-8") -> Iterator[ScoredDoc]:
     """Stream the entries of a TREC run file, validating each line."""
-    path = Path(path)
-    if not path.is_file():
-        raise RunFormatError(path, None, "no such file")
-    with open_text(path) as f:
-        for line_no, line in enumerate(f, 1):
-            cols = line.split()
-            if not cols:
-                continue
-            if len(cols) != 6:
-                raise RunFormatError(
-                    path, line_no,
-                    f"expected 6 columns (qid Q0 docid rank score tag), found {len(cols)}",
-                )
-            qid, _q0, docid, rank_s, score_s, tag = cols
-            try:
-                rank = int(rank_s)
-            except ValueError:
-                raise RunFormatError(path, line_no, f"rank {rank_s!r} is not an integer") from None
-            try:
-                score = float(score_s)
-            except ValueError:
-                raise RunFormatError(path, line_no, f"score {score_s!r} is not a number") from None
-            if not math.isfinite(score):
-                raise RunFormatError(path, line_no, f"score {score_s!r} is not finite")
-            yield ScoredDoc(qid, docid, rank, score, tag, line_no)
+    path = fileio.require_file(path, error=RunFormatError)
+
+    def checked(value: str, what: str, line_no: int, max_chars: int = fileio.MAX_ID_CHARS):
+        return fileio.checked_id(value, what, path, line_no, max_chars=max_chars,
+                                 error=RunFormatError)
+
+    for line_no, line in fileio.open_lines(path, encoding=encoding, error=RunFormatError):
+        cols = line.split()
+        if not cols:
+            continue
+        if len(cols) != 6:
+            raise RunFormatError(
+                path, line_no,
+                f"expected 6 columns (qid Q0 docid rank score tag), found {len(cols)}",
+            )
+        qid, _q0, docid, rank_s, score_s, tag = cols
+        try:
+            rank = fileio.parse_int(rank_s, "rank", low=1)
+        except ValueError as exc:
+            raise RunFormatError(path, line_no, str(exc)) from None
+        try:
+            score = float(score_s)
+        except ValueError:
+            raise RunFormatError(path, line_no, f"score {quote(score_s)} is not a number") from None
+        if not math.isfinite(score):
+            raise RunFormatError(path, line_no, f"score {quote(score_s)} is not finite")
+        yield ScoredDoc(checked(qid, "query id", line_no), checked(docid, "document id", line_no),
+                        rank, score, checked(tag, "run tag", line_no, MAX_TAG_CHARS), line_no)
 
 
-def read_run(path: str | Path, topic_ids=None) -> tuple[str, dict[str, tuple[list[str], list[float]]]]:
+def read_run(path: str | Path, topic_ids=None, *, encoding: str = "utf-8"
+             ) -> tuple[str, dict[str, tuple[list[str], list[float]]]]:
     """Read a whole run: returns ``(tag, {qid: (docids, scores)})``, each ranking ordered by
     (-score, docid). Raises RunFormatError on duplicates or mixed tags, and, when
     ``topic_ids`` (a set) is given, on the first line whose topic is not in it."""
     tag = None
     per_topic: dict[str, dict[str, float]] = {}
     known = None if topic_ids is None else set(topic_ids)
-    for e in read_run_lines(path):
+    for e in read_run_lines(path, encoding=encoding):
         if tag is None:
             tag = e.tag
         elif e.tag != tag:
             raise RunFormatError(
-                path, e.line, f"run tag {e.tag!r} differs from {tag!r} on earlier lines"
+                path, e.line, f"run tag {quote(e.tag)} differs from {quote(tag)} on earlier lines"
             )
         if known is not None and e.query_id not in known:
-            raise RunFormatError(path, e.line, f"topic {e.query_id!r} is not in the topic set")
+            raise RunFormatError(path, e.line, f"topic {quote(e.query_id)} is not in the topic set")
         docs = per_topic.setdefault(e.query_id, {})
         if e.doc_id in docs:
             raise RunFormatError(
-                path, e.line, f"document {e.doc_id!r} appears twice for topic {e.query_id!r}"
+                path, e.line,
+                f"document {quote(e.doc_id)} appears twice for topic {quote(e.query_id)}"
             )
         docs[e.doc_id] = e.score
     if tag is None:
@@ -100,11 +107,11 @@ def write_run(out: TextIO, rankings: Iterable[tuple[str, list[str], list[float]]
     """Write ``(qid, docids, scores)`` rankings in TREC format; ranks start at 1. Each
     ranking must already be ordered. Returns the number of lines written."""
     if not tag or any(c.isspace() for c in tag):
-        raise ValueError(f"run tag {tag!r} must be non-empty without spaces")
+        raise ValueError(f"run tag {quote(tag)} must be non-empty without spaces")
     n = 0
     for qid, docids, scores in rankings:
         if not qid or any(c.isspace() for c in qid):
-            raise ValueError(f"query id {qid!r} must be non-empty without spaces")
+            raise ValueError(f"query id {quote(qid)} must be non-empty without spaces")
         for rank, (d, s) in enumerate(zip(docids, scores), 1):
             out.write(f"{qid} Q0 {d} {rank} {float(s)!r} {tag}\n")
             n += 1

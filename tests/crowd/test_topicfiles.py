@@ -296,7 +296,7 @@ def test_webxml_topic_with_intents(tmp_path):
         (WEBXML.replace("</query>", "</qery>"), 4, "malformed XML"),
         (WEBXML.replace(' number="7"', ""), 3, "without a number"),
         (WEBXML.replace('subtopic number="2"', 'subtopic number="1"'), 9, "repeated"),
-        (WEBXML.replace("<query>ritz carlton</query>", ""), 10, "no <query>"),
+        (WEBXML.replace("<query>ritz carlton</query>", ""), 3, "no <query>"),
     ],
 )
 def test_webxml_errors_name_file_and_line(tmp_path, text, line, fragment):

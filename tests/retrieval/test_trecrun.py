@@ -21,7 +21,7 @@ def test_read_orders_by_score_then_docid_and_accepts_gz(tmp_path):
     "text, line, message",
     [
         ("1 Q0 a 1 2.0 t\n1 Q0 b 2 1.0\n", 2, "expected 6 columns"),
-        ("1 Q0 a 1 2.0 t\n1 Q0 b x 1.0 t\n", 2, "rank 'x' is not an integer"),
+        ("1 Q0 a 1 2.0 t\n1 Q0 b x 1.0 t\n", 2, "rank 'x' is not a whole number"),
         ("1 Q0 a 1 high t\n", 1, "score 'high' is not a number"),
         ("1 Q0 a 1 nan t\n", 1, "not finite"),
         ("1 Q0 a 1 2 t\n2 Q0 a 1 2 t\n1 Q0 a 2 1 t\n", 3, "document 'a' appears twice for topic '1'"),

@@ -18,6 +18,8 @@ class Command(BaseCommand):
         parser.add_argument("path")
         parser.add_argument("--format", required=True, choices=TOPIC_FORMATS, dest="fmt")
         parser.add_argument("--topic-set", required=True, dest="topic_set")
+        parser.add_argument("--encoding", default="utf-8",
+                            help="text encoding of the file (default utf-8; e.g. latin-1)")
         parser.add_argument(
             "--ids",
             choices=["given", "position"],
@@ -32,9 +34,9 @@ class Command(BaseCommand):
             "their query variants are kept); without it such ids are an error",
         )
 
-    def handle(self, *args, path, fmt, topic_set, ids, replace, **options):
+    def handle(self, *args, path, fmt, topic_set, encoding, ids, replace, **options):
         try:
-            records = read_topics(path, fmt, ids=ids)
+            records = read_topics(path, fmt, ids=ids, encoding=encoding)
             result = topics_import(topic_set, records, replace=replace)
         except (ParseError, ImportRejected) as exc:
             raise CommandError(str(exc)) from None

@@ -20,6 +20,8 @@ class Command(BaseCommand):
         parser.add_argument("path")
         parser.add_argument("--format", required=True, choices=VARIANT_FORMATS, dest="fmt")
         parser.add_argument("--topic-set", required=True, dest="topic_set")
+        parser.add_argument("--encoding", default="utf-8",
+                            help="text encoding of the file (default utf-8; e.g. latin-1)")
         parser.add_argument(
             "--create-topics",
             action="store_true",
@@ -40,12 +42,12 @@ class Command(BaseCommand):
         )
         parser.add_argument("--batch-size", type=int, default=2000)
 
-    def handle(self, *args, path, fmt, topic_set, create_topics, replace, batch_size,
+    def handle(self, *args, path, fmt, topic_set, encoding, create_topics, replace, batch_size,
                spell_correct, **options):
         if batch_size < 1:
             raise CommandError("--batch-size must be at least 1")
         try:
-            records = read_variants(path, fmt)
+            records = read_variants(path, fmt, encoding=encoding)
             result = variants_import(
                 topic_set,
                 records,

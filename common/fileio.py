@@ -1,0 +1,323 @@
+"""Reading input files, writing output files and checking ids, once for every app.
+
+No Django here. This module lives outside the apps because crowd (topics, variants),
+retrieval (collections, runs) and pooling (qrels) all read organisers' files the same way,
+and none of them should reach into another app's internals to do so; being plain Python it
+is used by the plain readers (``crowd.topicfiles``, ``retrieval.trecrun``, ...) as much as
+by services and management commands.
+
+Reading
+    :func:`open_binary` opens a file, decompressing gzip (recognised by its magic bytes; a
+    name ending in ``.gz`` that is not gzip data is an error). :func:`open_lines` yields
+    ``(line number, text)`` decoded strictly (UTF-8 by default; ``encoding=`` reads other
+    ASCII-compatible encodings such as ``latin-1`` or ``cp1252``) with lines bounded in
+    length. :func:`read_bytes` reads a whole (bounded) file. Every failure -- a missing or
+    unreadable file, a name too long for the file system, bytes that are not in the
+    encoding, truncated or corrupt gzip data, an over-long line -- raises
+    :class:`InputError` naming the file and, where there is one, the line.
+Writing
+    :func:`atomic_output` writes to a temporary file beside the target and renames it over
+    the target only when everything was written: a failed export leaves no empty or
+    partial file.
+Ids
+    :func:`clean_id` is the one id check of every importer: the id is normalised to Unicode
+    NFC, and refused when empty, longer than its limit, or when it contains whitespace,
+    control characters, format characters (zero-width spaces and joiners, bidirectional
+    controls, the byte-order mark), surrogates, private-use or unassigned code points, or
+    U+FFFD (the mark of text decoded with the wrong encoding). :func:`clean_name` adds the
+    rules for names that become parts of page addresses (no ``/``, ``\\``, ``.`` or ``..``).
+Messages
+    :func:`quote` shows at most :data:`QUOTE_CHARS` characters of an offending value, and
+    :class:`InputError` shortens over-long file names the same way.
+"""
+from __future__ import annotations
+
+import codecs
+import contextlib
+import errno
+import gzip
+import hashlib
+import os
+import stat
+import tempfile
+import unicodedata
+import zlib
+from pathlib import Path
+from typing import IO, Iterator
+
+GZIP_MAGIC = b"\x1f\x8b"
+QUOTE_CHARS = 200
+MAX_LINE_BYTES = 1 << 20  # 1 MiB: topics, variants, runs and qrels
+MAX_FILE_BYTES = 64 << 20  # whole-file reads (XML topic files)
+MAX_ID_CHARS = 255
+INT32_MAX = 2**31 - 1
+
+_REFUSED_CATEGORIES = {
+    "Cc": "a control character",
+    "Cf": "an invisible format character (zero-width or bidirectional control)",
+    "Cs": "a surrogate",
+    "Co": "a private-use character",
+    "Cn": "an unassigned code point",
+    "Zs": "a space",
+    "Zl": "a line separator",
+    "Zp": "a paragraph separator",
+}
+
+
+def quote(value, limit: int = QUOTE_CHARS) -> str:
+    """``repr`` of ``value`` cut to ``limit`` characters, saying how long the whole was."""
+    text = str(value)
+    if len(text) <= limit:
+        return repr(text)
+    return f"{text[:limit]!r}... ({len(text)} characters)"
+
+
+def _shown(source) -> str:
+    text = str(source)
+    if len(text) <= QUOTE_CHARS:
+        return text
+    half = QUOTE_CHARS // 2
+    return f"{text[:half]}...{text[-half:]}"
+
+
+class InputError(ValueError):
+    """A file could not be read; the message names the file and the line.
+
+    ``source`` (also ``path``) is the file, ``line`` (also ``lineno``) the 1-based line
+    number or ``None``, ``reason`` the message without the place.
+    """
+
+    def __init__(self, source, line: int | None, message: str):
+        self.source = str(source)
+        self.path = self.source
+        self.line = line
+        self.lineno = line
+        self.reason = message
+        where = _shown(source) if line is None else f"{_shown(source)}, line {line}"
+        super().__init__(f"{where}: {message}")
+
+
+# --- reading --------------------------------------------------------------------------------
+
+
+def check_encoding(encoding: str) -> str:
+    """Return the codec's canonical name; refuse unknown and non-ASCII-compatible ones
+    (lines are split on the newline byte before decoding)."""
+    try:
+        name = codecs.lookup(encoding).name
+    except LookupError:
+        raise ValueError(f"unknown encoding {quote(encoding)}") from None
+    if "\n".encode(name) != b"\n" or "a".encode(name) != b"a":
+        raise ValueError(
+            f"encoding {encoding!r} is not ASCII-compatible; convert the file to UTF-8 first"
+        )
+    return name
+
+
+def require_file(path, *, error: type[InputError] = InputError) -> Path:
+    """``Path(path)`` if it names a readable regular file; ``error`` saying why not."""
+    path = Path(path)
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        reason = "no such file" if exc.errno == errno.ENOENT else (
+            f"cannot open ({exc.strerror or exc})")
+        raise error(path, None, reason) from None
+    if not stat.S_ISREG(st.st_mode):
+        raise error(path, None, "not a regular file")
+    return path
+
+
+def open_binary(path, *, error: type[InputError] = InputError) -> IO[bytes]:
+    """Open ``path`` for reading bytes, decompressing gzip data; failures raise ``error``
+    (:class:`InputError` or a subclass a reader names its own)."""
+    path = Path(path)
+    try:
+        with open(path, "rb") as probe:
+            magic = probe.read(2)
+    except OSError as exc:
+        raise error(path, None, f"cannot open ({exc.strerror or exc})") from None
+    if magic == GZIP_MAGIC:
+        return gzip.open(path, "rb")
+    if path.name.lower().endswith(".gz"):
+        raise error(path, None, "the name ends in .gz but the file is not gzip data")
+    return open(path, "rb")
+
+
+def _gzip_error(path, line: int | None, exc: BaseException, error) -> InputError:
+    return error(path, line, f"truncated or corrupt gzip data ({exc})")
+
+
+def _decode(raw: bytes, encoding: str, path, number: int, error) -> str:
+    try:
+        return raw.decode(encoding)
+    except UnicodeDecodeError as exc:
+        byte = raw[exc.start : exc.start + 1].hex()
+        hint = "; give --encoding for files in another encoding (e.g. latin-1)" if (
+            encoding == "utf-8") else ""
+        raise error(
+            path, number,
+            f"not valid {encoding} (byte 0x{byte} at column {exc.start + 1}){hint}",
+        ) from None
+
+
+def open_lines(path, *, encoding: str = "utf-8", max_line_bytes: int = MAX_LINE_BYTES,
+               error: type[InputError] = InputError) -> Iterator[tuple[int, str]]:
+    """Yield ``(line number, text)`` with the line break removed.
+
+    Bytes are decoded strictly; a UTF-8 byte-order mark at the start is dropped. A line
+    longer than ``max_line_bytes`` bytes is an error (it would otherwise be read whole).
+    """
+    try:
+        encoding = check_encoding(encoding)
+    except ValueError as exc:
+        raise error(path, None, str(exc)) from None
+    number = 0
+    with open_binary(path, error=error) as fh:
+        while True:
+            try:
+                raw = fh.readline(max_line_bytes + 1)
+            except (EOFError, OSError, zlib.error) as exc:
+                raise _gzip_error(path, number + 1, exc, error) from None
+            if not raw:
+                return
+            number += 1
+            if len(raw) > max_line_bytes and not raw.endswith(b"\n"):
+                raise error(
+                    path, number, f"line longer than {max_line_bytes} bytes; is this the "
+                    "right file and format?")
+            text = _decode(raw, encoding, path, number, error)
+            if number == 1 and text.startswith("\ufeff"):
+                text = text[1:]
+            yield number, text.rstrip("\r\n")
+
+
+def read_bytes(path, *, max_bytes: int = MAX_FILE_BYTES,
+               error: type[InputError] = InputError) -> bytes:
+    """The whole (decompressed) content of a file of at most ``max_bytes`` bytes."""
+    with open_binary(path, error=error) as fh:
+        try:
+            data = fh.read(max_bytes + 1)
+        except (EOFError, OSError, zlib.error) as exc:
+            raise _gzip_error(path, None, exc, error) from None
+    if len(data) > max_bytes:
+        raise error(path, None, f"larger than {max_bytes} bytes")
+    return data
+
+
+def file_sha256(path) -> str:
+    """Hex SHA-256 of a file's bytes as stored (not decompressed)."""
+    h = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+    except OSError as exc:
+        raise InputError(path, None, f"cannot read ({exc.strerror or exc})") from None
+    return h.hexdigest()
+
+
+def plain_name(path) -> str:
+    """The file name without a trailing ``.gz``, lower-cased (for extension checks)."""
+    name = Path(path).name.lower()
+    return name[:-3] if name.endswith(".gz") else name
+
+
+# --- numbers --------------------------------------------------------------------------------
+
+
+def parse_int(text: str, what: str, *, low: int, high: int = INT32_MAX) -> int:
+    """``int(text)`` within ``[low, high]``; ValueError with a message otherwise."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise ValueError(f"{what} {quote(text)} is not a whole number") from None
+    if value < low:
+        below = {1: "is not positive", 0: "is negative"}.get(low, f"is below {low}")
+        raise ValueError(f"{what} {quote(text)} {below}")
+    if value > high:
+        raise ValueError(f"{what} {quote(text)} is too large (at most {high})")
+    return value
+
+
+# --- ids ------------------------------------------------------------------------------------
+
+
+def clean_id(value: str, what: str = "id", *, max_chars: int = MAX_ID_CHARS) -> str:
+    """The id in Unicode NFC; ValueError (saying what is wrong) for a refused id."""
+    text = unicodedata.normalize("NFC", str(value))
+    if not text:
+        raise ValueError(f"empty {what}")
+    if len(text) > max_chars:
+        raise ValueError(f"{what} {quote(text)} is {len(text)} characters (at most {max_chars})")
+    for ch in text:
+        category = unicodedata.category(ch)
+        refused = _REFUSED_CATEGORIES.get(category)
+        if refused is None and ch.isspace():
+            refused = "whitespace"
+        if refused is None and ch == "\ufffd":
+            refused = "U+FFFD, the mark of text decoded with the wrong encoding"
+        if refused is not None:
+            raise ValueError(f"{what} {quote(text)} contains {refused} (U+{ord(ch):04X})")
+    return text
+
+
+def clean_name(value: str, what: str = "name", *, max_chars: int = 100) -> str:
+    """:func:`clean_id`, and safe as one segment of a page address or file name."""
+    text = clean_id(value, what, max_chars=max_chars)
+    if text in (".", "..") or "/" in text or "\\" in text:
+        raise ValueError(f"{what} {quote(text)} must not be '.' or '..' nor contain '/' or '\\'")
+    return text
+
+
+def checked_id(value: str, what: str, source, line: int | None, *,
+               max_chars: int = MAX_ID_CHARS, error: type[InputError] = InputError) -> str:
+    """:func:`clean_id`, raising ``error(source, line, reason)`` for a refused id."""
+    try:
+        return clean_id(value, what, max_chars=max_chars)
+    except ValueError as exc:
+        raise error(source, line, str(exc)) from None
+
+
+# --- writing --------------------------------------------------------------------------------
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+class OutputError(ValueError):
+    """An output file could not be written; the message names it and says why."""
+
+    def __init__(self, path, exc: OSError):
+        self.path = str(path)
+        super().__init__(f"cannot write {_shown(path)}: {exc.strerror or exc}")
+
+
+@contextlib.contextmanager
+def atomic_output(path, mode: str = "w", *, encoding: str | None = "utf-8",
+                  newline: str | None = None):
+    """Open a temporary file beside ``path`` for writing; on success rename it to ``path``,
+    on any error (or interruption) remove it, leaving ``path`` as it was."""
+    path = Path(path)
+    binary = "b" in mode
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:100]}.", suffix=".part",
+                                   dir=path.parent)
+    except OSError as exc:
+        raise OutputError(path, exc) from None
+    try:
+        with os.fdopen(fd, mode, **({} if binary else {"encoding": encoding,
+                                                        "newline": newline})) as fh:
+            yield fh
+        os.chmod(tmp, 0o666 & ~_umask())
+        try:
+            os.replace(tmp, path)
+        except OSError as exc:
+            raise OutputError(path, exc) from None
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise

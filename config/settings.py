@@ -46,6 +46,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -100,13 +101,34 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = DATA_DIR / "static"
+# Static files (the admin's CSS and scripts) are served by the app itself (WhiteNoise),
+# under gunicorn too; from STATIC_ROOT after collectstatic, else from the apps' folders.
+WHITENOISE_USE_FINDERS = True
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "home"
+LOGOUT_REDIRECT_URL = "home"
 
+# --- HTTPS: on by default whenever DEBUG is off (`check --deploy` is clean) --------------
+# Behind a TLS-terminating proxy set SECURE_PROXY_SSL_HEADER, e.g.
+# "HTTP_X_FORWARDED_PROTO,https"; to serve plain HTTP on a private address set HTTPS=0.
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = False
 if not DEBUG:
-    SESSION_COOKIE_SECURE = env.bool("SECURE_COOKIES", default=False)
-    CSRF_COOKIE_SECURE = env.bool("SECURE_COOKIES", default=False)
+    HTTPS = env.bool("HTTPS", default=True)
+    SESSION_COOKIE_SECURE = env.bool("SECURE_COOKIES", default=HTTPS)
+    CSRF_COOKIE_SECURE = env.bool("SECURE_COOKIES", default=HTTPS)
+    SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=HTTPS)
+    SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=31536000 if HTTPS else 0)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=HTTPS)
+    SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=HTTPS)
+    _proxy_header = env.list("SECURE_PROXY_SSL_HEADER", default=[])
+    if _proxy_header:
+        if len(_proxy_header) != 2:
+            raise ImproperlyConfigured(
+                "SECURE_PROXY_SSL_HEADER wants HEADER,VALUE, e.g. HTTP_X_FORWARDED_PROTO,https"
+            )
+        SECURE_PROXY_SSL_HEADER = tuple(_proxy_header)
 
 # --- Celery -----------------------------------------------------------------------------
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="filesystem://")

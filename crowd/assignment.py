@@ -8,7 +8,8 @@ pile onto the lowest ids, and the outcome is reproducible from the seed.
 
 ``order_items`` shuffles a worker's items (statements, attention checks, gold items)
 with ``random.Random(seed)``; the seed is stored with the worker, so the order shown can be
-reconstructed.
+reconstructed. Items in ``not_first`` (attention checks) never open the list: when the
+shuffle puts one first, it swaps places with the first item that may open it.
 """
 from __future__ import annotations
 
@@ -36,8 +37,14 @@ def choose_statements(counts: Mapping[str, int], *, quota: int, k: int, seed: in
     return [item_id for _, _, item_id in keyed[:k]]
 
 
-def order_items(item_ids: Sequence[str], seed: int) -> list[str]:
-    """The items in the worker's presentation order: sorted, then shuffled by ``seed``."""
+def order_items(item_ids: Sequence[str], seed: int, *, not_first: Iterable[str] = ()) -> list[str]:
+    """The items in the worker's presentation order: sorted, then shuffled by ``seed``;
+    an item of ``not_first`` is never first unless every item is one."""
     out = sorted(item_ids)
     random.Random(seed).shuffle(out)
+    barred = set(not_first)
+    if out and out[0] in barred:
+        opener = next((i for i, x in enumerate(out) if x not in barred), None)
+        if opener is not None:
+            out[0], out[opener] = out[opener], out[0]
     return out

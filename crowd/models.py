@@ -112,8 +112,14 @@ class Study(models.Model):
     are per study so organisers can tune them; see ``crowd.quality`` for the rules.
     """
 
-    name = models.CharField(max_length=200)
+    name = models.CharField(max_length=200)  # internal: organisers' pages only
+    # What workers see (never the internal name); empty shows DEFAULT_TITLE.
+    title = models.CharField(max_length=200, blank=True, default="")
     slug = models.CharField(max_length=64, unique=True, default=_new_study_slug)
+    # When set, arrivals must carry this Prolific STUDY_ID / one of these MTurk hitIds
+    # (one per line): a link copied into another study or HIT is refused.
+    prolific_study_id = models.CharField(max_length=200, blank=True, default="")
+    mturk_hit_ids = models.TextField(blank=True, default="")
     topic_set = models.ForeignKey(TopicSet, on_delete=models.PROTECT, related_name="studies")
     responses_per_statement = models.PositiveIntegerField(default=10)
     statements_per_worker = models.PositiveIntegerField(default=5)
@@ -141,8 +147,18 @@ class Study(models.Model):
         ordering = ["-created", "id"]
         verbose_name_plural = "studies"
 
+    DEFAULT_TITLE = "Search queries study"
+
     def __str__(self):
         return self.name
+
+    @property
+    def public_title(self) -> str:
+        """The title shown to workers."""
+        return self.title.strip() or self.DEFAULT_TITLE
+
+    def mturk_hit_id_list(self) -> list[str]:
+        return [h.strip() for h in self.mturk_hit_ids.splitlines() if h.strip()]
 
     def question_choice_list(self) -> list[str]:
         return [c.strip() for c in self.question_choices.splitlines() if c.strip()]

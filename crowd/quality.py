@@ -8,16 +8,20 @@ Rules, with the defaults a study starts from:
 
 - ``empty``: nothing left after normalisation (blank, or punctuation only).
 - ``too_long``: more than ``max_chars`` characters of raw text (default 200).
-- ``copy``: the query copies the statement, meaning any of
+- ``copy``: the query copies a long passage of the statement. Only a query of at least
+  ``copy_min_tokens`` tokens (default 6) can be a copy, so a short statement's own words
+  typed as a query (CACM's "Parallel algorithms") are a plausible query. A long enough
+  query is a copy when any of
     * the normalised query equals the normalised statement;
-    * the query's tokens occur as one contiguous run inside the statement's tokens and
-      the run is at least ``copy_min_tokens`` long (default 6): a pasted sentence or
-      clause, while a short phrase that happens to match ("cost of living") is fine;
+    * the query's tokens occur as one contiguous run inside the statement's tokens: a
+      pasted sentence or clause, while a short phrase that happens to match ("cost of
+      living") is fine;
     * token-set Jaccard |Q ∩ S| / |Q ∪ S| >= ``jaccard_threshold`` (default 0.8): the
       statement with words dropped, reordered or lightly edited.
 - ``duplicate``: the same normalised query this worker already gave for another item.
 
-``is_too_fast`` flags (does not refuse) answers given in under ``min_seconds``.
+``is_too_fast`` flags (does not refuse) answers given in under ``min_seconds`` from the
+item's first display, and answers posted without the item ever being displayed.
 """
 from __future__ import annotations
 
@@ -63,12 +67,13 @@ def contains_run(haystack: Sequence[str], needle: Sequence[str]) -> bool:
 
 def is_copy(query_norm: str, statement_norm: str, *, jaccard_threshold: float,
             copy_min_tokens: int) -> bool:
+    """True when the query (at least ``copy_min_tokens`` tokens) copies the statement."""
     if not query_norm or not statement_norm:
         return False
-    if query_norm == statement_norm:
-        return True
     q, s = tokens(query_norm), tokens(statement_norm)
-    if len(q) >= copy_min_tokens and contains_run(s, q):
+    if len(q) < copy_min_tokens:
+        return False  # too short to be a copy of a passage
+    if query_norm == statement_norm or contains_run(s, q):
         return True
     return jaccard(q, s) >= jaccard_threshold
 
@@ -96,8 +101,9 @@ def query_problems(raw: str, statement: str, *, max_chars: int, jaccard_threshol
 
 
 def is_too_fast(seconds: float | None, min_seconds: float) -> bool:
-    """An answer is implausibly fast when it took less than ``min_seconds``."""
-    return seconds is not None and seconds < min_seconds
+    """An answer is implausibly fast when it took less than ``min_seconds`` since the item
+    was first shown, or when it was posted for an item never shown (``seconds`` None)."""
+    return seconds is None or seconds < min_seconds
 
 
 def attention_passed(raw: str, expected: str) -> bool:

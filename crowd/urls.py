@@ -11,7 +11,9 @@ urlpatterns = [
     path("s/<str:slug>/consent/", views.study_consent, name="study_consent"),
     path("s/<str:slug>/q/<int:position>/", views.study_item, name="study_item"),
     path("s/<str:slug>/done/", views.study_done, name="study_done"),
+    path("", views.index, name="index"),
     # Organisers (staff).
+    path("topic-sets/<int:pk>/", views.topic_set_detail, name="topic_set_detail"),
     path("studies/", views.study_list, name="study_list"),
     path("studies/<int:pk>/", views.study_progress, name="study_progress"),
     path("studies/<int:pk>/variants/", views.study_variants, name="study_variants"),

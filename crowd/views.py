@@ -15,7 +15,8 @@ from django.views.decorators.http import require_http_methods
 
 from crowd import quality, selectors, services
 from crowd.forms import AnswerForm, ConsentForm
-from crowd.models import Assignment, Participant, Study
+from crowd.models import Assignment, Participant, Study, TopicSet
+from crowd.spreadsheet import spreadsheet_row
 
 staff_required = user_passes_test(lambda u: u.is_active and u.is_staff)
 
@@ -43,24 +44,49 @@ def _arrival(request):
     return None
 
 
-@require_http_methods(["GET"])
+def _held_participant(request, slug: str) -> Participant | None:
+    """The participant this browser session holds for the study, if any."""
+    held = request.session.get(_session_key(slug))
+    if not isinstance(held, dict) or "p" not in held or "t" not in held:
+        return None
+    try:
+        return selectors.participant_get_for_session(slug=slug, participant_id=held["p"],
+                                                     token=held["t"])
+    except Http404:
+        return None
+
+
+@require_http_methods(["GET", "POST"])
 def study_entry(request, slug):
-    """The public link: Prolific or MTurk parameters, or a signed-in account."""
+    """The public link: Prolific or MTurk parameters, or a signed-in account.
+
+    A browser already taking part as one worker is never silently handed to another
+    worker id: the page says so, and only an explicit POST ("switch") replaces it.
+    """
     study = selectors.study_get_by_slug(slug)
     if request.GET.get("assignmentId") == "ASSIGNMENT_ID_NOT_AVAILABLE":
         return render(request, "crowd/entry.html", {"study": study, "preview": True})
     arrival = _arrival(request)
-    held = request.session.get(_session_key(slug)) or {}
+    held = _held_participant(request, slug)
     if arrival is None:
-        if held:
+        if held is not None:
             return redirect("crowd:study_next", slug=slug)
         return render(request, "crowd/entry.html", {"study": study, "preview": False})
     platform, worker_id, ext_study, ext_session = arrival
+    if held is not None and held.worker_id != worker_id.strip():
+        if request.method != "POST" or request.POST.get("switch") != "1":
+            return render(request, "crowd/switch.html", {
+                "study": study, "held": held, "worker_id": worker_id,
+                "continue_url": reverse("crowd:study_next", kwargs={"slug": slug}),
+            }, status=409)
+        held = None  # the person asked to take part as the new worker id
+    elif request.method == "POST":
+        return redirect("crowd:study_next", slug=slug)
     try:
         p = services.participant_arrive(
             study=study, platform=platform, worker_id=worker_id,
             external_study_id=ext_study, external_session_id=ext_session,
-            session_token=held.get("t", "") if isinstance(held, dict) else "",
+            session_token=held.session_token if held is not None else "",
             user=request.user if platform == Participant.PLATFORM_ACCOUNT else None,
             submit_to=request.GET.get("turkSubmitTo", ""),
         )
@@ -121,7 +147,7 @@ def study_item(request, slug, position):
                 )
             except Assignment.DoesNotExist:
                 raise Http404("No such item.")
-            if result.accepted or result.duplicate:
+            if result.accepted or result.duplicate or result.out_of_order:
                 return redirect(_item_url(slug, result.next_position))
             for code in result.problems:
                 form.add_error("query", quality.MESSAGES[code])
@@ -132,8 +158,9 @@ def study_item(request, slug, position):
     if current is None:
         raise Http404("No such item.")
     if request.method == "GET":
-        if hasattr(current, "response"):
-            return redirect("crowd:study_next", slug=slug)
+        first_open = next((a.position for a in assignments if not hasattr(a, "response")), None)
+        if current.position != first_open:  # answered, or not yet its turn
+            return redirect(_item_url(slug, first_open))
         services.assignment_mark_shown(current)
     return render(request, "crowd/item.html", {
         "study": study, "form": form, "assignment": current, "item": current.item,
@@ -150,6 +177,25 @@ def study_done(request, slug):
 
 
 # --- organisers -------------------------------------------------------------------------
+
+
+@require_http_methods(["GET"])
+def index(request):
+    """The crowd section: topic sets and studies for organisers; how to take part otherwise."""
+    staff = request.user.is_active and request.user.is_staff
+    return render(request, "crowd/index.html", {
+        "staff": staff,
+        "topic_sets": selectors.topic_set_list() if staff else [],
+        "studies": selectors.study_list() if staff else [],
+    })
+
+
+@staff_required
+def topic_set_detail(request, pk):
+    topic_set = get_object_or_404(TopicSet, pk=pk)
+    return render(request, "crowd/topic_set.html", {
+        "topic_set": topic_set, "topics": selectors.topic_summary_list(topic_set),
+    })
 
 
 @staff_required
@@ -194,7 +240,7 @@ def study_export(request, pk, fmt):
         def lines():
             yield writer.writeheader()
             for row in rows:
-                yield writer.writerow(row)
+                yield writer.writerow(spreadsheet_row(row))
 
         ctype = "text/tab-separated-values" if fmt == "tsv" else "text/csv"
         resp = StreamingHttpResponse(lines(), content_type=f"{ctype}; charset=utf-8")

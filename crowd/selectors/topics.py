@@ -4,7 +4,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from django.db.models import QuerySet
+from django.db.models import Count, OuterRef, QuerySet, Subquery, Sum
 
 from crowd.models import QueryVariant, Topic, TopicSet
 from crowd.naturalsort import natural_key
@@ -44,6 +44,34 @@ def topic_set_get(topic_set_name: str) -> TopicSet:
     except TopicSet.DoesNotExist:
         known = ", ".join(TopicSet.objects.values_list("name", flat=True)[:20]) or "none"
         raise ValueError(f"no topic set named {topic_set_name!r} (known: {known})") from None
+
+
+def topic_set_list() -> QuerySet[TopicSet]:
+    """Every topic set with its number of topics and of answers (sum of variant counts)."""
+    return TopicSet.objects.annotate(
+        n_topics=Count("topics", distinct=True),
+        n_answers=Subquery(
+            QueryVariant.objects.filter(topic__topic_set=OuterRef("pk"))
+            .values("topic__topic_set").annotate(n=Sum("count")).values("n")[:1]
+        ),
+    ).order_by("name")
+
+
+def topic_summary_list(topic_set: TopicSet) -> list[Topic]:
+    """The topics of a set in natural topic-id order, each with ``n_statements``,
+    ``n_intents`` and ``n_answers`` (sum of its variants' counts)."""
+    topics = list(
+        Topic.objects.filter(topic_set=topic_set).annotate(
+            n_statements=Count("statements", distinct=True),
+            n_intents=Count("intents", distinct=True),
+            n_answers=Subquery(
+                QueryVariant.objects.filter(topic=OuterRef("pk")).values("topic")
+                .annotate(n=Sum("count")).values("n")[:1]
+            ),
+        )
+    )
+    topics.sort(key=lambda t: natural_key(t.topic_id))
+    return topics
 
 
 def topic_list(topic_set_name: str) -> list[Topic]:

@@ -52,6 +52,10 @@ def study_create(*, topic_set: TopicSet, name: str, consent_text: str, completio
     """
     if not completion_code.strip():
         raise ValueError("a completion code is required")
+    if not consent_text.strip():
+        raise ValueError("consent text is required: workers must be told what they agree to")
+    if options.get("question_choices", "").strip() and not options.get("question_text", "").strip():
+        raise ValueError("question choices need a question (question_text) to go with them")
     with transaction.atomic():
         study = Study.objects.create(
             topic_set=topic_set, name=name, consent_text=consent_text,
@@ -91,6 +95,15 @@ def participant_arrive(*, study: Study, platform: str, worker_id: str, session_t
     worker_id = worker_id.strip()[:200]
     if not worker_id:
         raise StudyError("This link does not identify you; please use the link from the study page.")
+    for value in (worker_id, external_study_id, external_session_id):
+        if is_placeholder(value):
+            raise StudyError(
+                "This link still contains a placeholder instead of your id; please open the "
+                "study from your recruitment platform's study page.")
+    if platform != Participant.PLATFORM_ACCOUNT and worker_id.casefold().startswith(ACCOUNT_PREFIX):
+        raise StudyError("This worker id is not valid; please open the study from your "
+                         "recruitment platform's study page.")
+    _check_external_study(study, platform, external_study_id.strip())
     existing = Participant.objects.filter(study=study, worker_id=worker_id).first()
     if existing is None:
         if not study.is_open:
@@ -117,6 +130,30 @@ def participant_arrive(*, study: Study, platform: str, worker_id: str, session_t
             "You have already started this study in another browser; please continue there."
         )
     return existing
+
+
+ACCOUNT_PREFIX = "account:"  # worker ids of signed-in accounts; never taken from a URL
+_PLACEHOLDER_CHARS = frozenset("{}%<>$")
+
+
+def is_placeholder(value: str) -> bool:
+    """True for a recruitment platform's unfilled placeholder (``{{%PROLIFIC_PID%}}``,
+    ``%PROLIFIC_PID%``, ``${workerId}``, ``<PID>``) or an id with whitespace or control
+    characters: real worker ids carry none of these."""
+    return any(c in _PLACEHOLDER_CHARS or c.isspace() or not c.isprintable() for c in value)
+
+
+def _check_external_study(study: Study, platform: str, external_study_id: str) -> None:
+    """Refuse a link copied into another Prolific study or MTurk HIT, when the organiser
+    named the study's own (``Study.prolific_study_id``, ``Study.mturk_hit_ids``)."""
+    if platform == Participant.PLATFORM_PROLIFIC and study.prolific_study_id:
+        if external_study_id != study.prolific_study_id.strip():
+            raise StudyError("This link belongs to a different Prolific study; please open "
+                             "the study from its own Prolific page.")
+    elif platform == Participant.PLATFORM_MTURK and study.mturk_hit_id_list():
+        if external_study_id not in study.mturk_hit_id_list():
+            raise StudyError("This link belongs to a different HIT; please open the study "
+                             "from its own Mechanical Turk HIT.")
 
 
 def _mturk_submit_to(value: str) -> str:
@@ -160,7 +197,8 @@ def participant_consent(*, participant: Participant, seed: int | None = None) ->
             return p
         extra = [str(pk) for pk, kind, _ in items
                  if kind != StudyItem.KIND_STATEMENT and str(pk) not in exclude]
-        order = order_items(chosen + extra, p.seed)
+        checks = {str(pk) for pk, kind, _ in items if kind == StudyItem.KIND_ATTENTION}
+        order = order_items(chosen + extra, p.seed, not_first=checks)
         Assignment.objects.bulk_create(
             [Assignment(participant=p, item_id=int(pk), position=i) for i, pk in enumerate(order, 1)]
         )
@@ -181,6 +219,7 @@ def assignment_mark_shown(assignment: Assignment) -> None:
 class SubmitResult:
     accepted: bool
     duplicate: bool = False
+    out_of_order: bool = False  # an item after the first unanswered one
     problems: list = field(default_factory=list)
     status: str = ""
     next_position: int | None = None
@@ -191,7 +230,9 @@ def response_submit(*, participant_id, position: int, raw: str, estimate: str = 
     """Accept one answer for the participant's item at ``position`` (idempotent).
 
     The participant row is locked, so double submits and parallel tabs are served one at a
-    time: a second POST for an answered item changes nothing and reports ``duplicate``.
+    time: a second POST for an answered item changes nothing and reports ``duplicate``;
+    a POST for an item after the first unanswered one changes nothing and reports
+    ``out_of_order`` (items are answered in their order).
     Refused answers (see ``crowd.quality``) write nothing. An accepted answer to a
     statement becomes a QueryVariant (source crowd, count 1). Failing an attention check
     fails the worker and withdraws the variants they gave in this study.
@@ -225,6 +266,9 @@ def response_submit(*, participant_id, position: int, raw: str, estimate: str = 
         if answered(current) is not None or p.status != Participant.STATUS_ACTIVE:
             return SubmitResult(accepted=False, duplicate=True, status=p.status,
                                 next_position=next_pos(), response=answered(current))
+        if position != next_pos():  # items are answered in order, none skipped
+            return SubmitResult(accepted=False, out_of_order=True, status=p.status,
+                                next_position=next_pos())
         item = current.item
         statement_text = item.statement.text if item.kind != StudyItem.KIND_ATTENTION else ""
         previous = [r.normalised for r in map(answered, assignments) if r is not None]

@@ -64,6 +64,18 @@ def test_copies_are_refused():
     assert problems(reordered) == [COPY]  # Jaccard 15/15
 
 
+def test_short_statement_typed_as_query_is_not_a_copy():
+    # CACM query 1's statement is two words; typing them is a plausible query
+    assert query_problems("Parallel algorithms", "Parallel algorithms", **RULES) == []
+    assert query_problems("parallel algorithms", "Parallel Algorithms.", **RULES) == []
+    # five words of a five-word statement: still under copy_min_tokens (6)
+    assert query_problems("a b c d e", "a b c d e", **RULES) == []
+    # a long statement copied whole, or its long passages, is still refused
+    six = "parallel algorithms for sorting large arrays"
+    assert query_problems(six, six, **RULES) == [COPY]
+    assert query_problems(STATEMENT, STATEMENT, **RULES) == [COPY]
+
+
 def test_near_copy_threshold_hand_computed():
     s = "you are planning a trip to melbourne and want to know the cost of living there"
     # drop "you", "are", "and" and reorder: 12 of 15 distinct tokens -> 12/15 = 0.8
@@ -87,7 +99,8 @@ def test_attention_check_has_no_copy_rule():
 def test_too_fast():
     assert is_too_fast(4.9, 5.0)
     assert not is_too_fast(5.0, 5.0)
-    assert not is_too_fast(None, 5.0)
+    assert is_too_fast(None, 5.0)  # posted without the item ever being shown
+    assert is_too_fast(None, 0.0)
 
 
 def test_attention_and_gold():
@@ -124,6 +137,20 @@ def test_order_items_is_a_seeded_permutation():
     assert sorted(a) == sorted(ids)
     assert a == order_items(list(reversed(ids)), 42)
     assert any(order_items(ids, s) != a for s in range(5))
+
+
+def test_attention_check_is_never_first():
+    ids = [str(i) for i in range(6)]
+    firsts = set()
+    for seed in range(200):
+        order = order_items(ids, seed, not_first={"0"})
+        assert sorted(order) == ids
+        assert order[0] != "0"
+        firsts.add(order[0])
+    assert firsts == set(ids) - {"0"}  # every other item can still open
+    # two checks: neither opens; only checks: nothing to swap with
+    assert all(order_items(ids, s, not_first={"0", "1"})[0] not in {"0", "1"} for s in range(50))
+    assert sorted(order_items(["a"], 3, not_first={"a"})) == ["a"]
 
 
 @given(

@@ -2,7 +2,7 @@
 from django.core.management.base import BaseCommand, CommandError
 from django.urls import reverse
 
-from crowd.models import Statement, TopicSet
+from crowd.models import Statement, Study, TopicSet
 from crowd.services import study_create
 
 UQV100_ESTIMATES = "0\n1\n2\n3-5\n6-10\n11-100\n101+"
@@ -13,7 +13,15 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("topic_set")
-        parser.add_argument("--name", required=True)
+        parser.add_argument("--name", required=True, help="internal name (organisers only)")
+        parser.add_argument("--title", default="",
+                            help=f"title workers see (default {Study.DEFAULT_TITLE!r})")
+        parser.add_argument("--instructions", default="",
+                            help="instructions shown to workers, or @file to read them")
+        parser.add_argument("--prolific-study-id", default="",
+                            help="refuse Prolific arrivals whose STUDY_ID differs")
+        parser.add_argument("--hit-id", action="append", default=[], dest="hit_ids",
+                            help="refuse MTurk arrivals from other HITs (repeat for several)")
         parser.add_argument("--completion-code", required=True)
         parser.add_argument("--consent", required=True, help="consent text, or @file to read it")
         parser.add_argument("--responses", type=int, default=10, help="answers wanted per statement")
@@ -35,10 +43,12 @@ class Command(BaseCommand):
             ts = TopicSet.objects.get(name=o["topic_set"])
         except TopicSet.DoesNotExist:
             raise CommandError(f"no topic set named {o['topic_set']!r}")
-        consent = o["consent"]
-        if consent.startswith("@"):
-            with open(consent[1:], encoding="utf-8") as f:
-                consent = f.read()
+        consent = _text_or_file(o["consent"], "--consent")
+        if not consent.strip():
+            raise CommandError("--consent is empty: workers must be told what they agree to")
+        instructions = _text_or_file(o["instructions"], "--instructions")
+        if o["choices"].strip() and not o["question"].strip():
+            raise CommandError("--choices needs --question (the question the choices answer)")
         attention = []
         for a in o["attention"]:
             prompt, sep, answer = a.rpartition("=")
@@ -60,8 +70,21 @@ class Command(BaseCommand):
             responses_per_statement=o["responses"], statements_per_worker=o["per_worker"],
             max_query_chars=o["max_chars"], min_seconds_per_answer=o["min_seconds"],
             question_text=o["question"], question_choices=choices,
-            spell_correct=o["spell_correct"],
+            spell_correct=o["spell_correct"], title=o["title"], instructions=instructions,
+            prolific_study_id=o["prolific_study_id"].strip(),
+            mturk_hit_ids="\n".join(h.strip() for h in o["hit_ids"] if h.strip()),
         )
         self.stdout.write(f"study {study.pk}: {study.items.count()} items")
         self.stdout.write(reverse("crowd:study_entry", kwargs={"slug": study.slug})
                           + "?PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}")
+
+
+def _text_or_file(value: str, option: str) -> str:
+    """The option's text, or the contents of the file named after an ``@``."""
+    if not value.startswith("@"):
+        return value
+    try:
+        with open(value[1:], encoding="utf-8") as f:
+            return f.read()
+    except (OSError, UnicodeDecodeError) as e:
+        raise CommandError(f"{option}: cannot read {value[1:]!r}: {e}") from None

@@ -7,6 +7,7 @@ from django.core.management.base import BaseCommand, CommandError
 from crowd.models import TopicSet
 from crowd.selectors import STUDY_EXPORT_FIELDS as COLUMNS  # one set of export columns
 from crowd.selectors import variant_groups, variant_list_by_topic
+from crowd.spreadsheet import spreadsheet_row
 
 
 class Command(BaseCommand):
@@ -14,7 +15,9 @@ class Command(BaseCommand):
         "Export the query variants of a topic set. tsv/csv/json: one row per stored "
         "answer with columns topic, variant_id, worker, raw, normalised, count, estimate, "
         "uncorrected (the normalised text before spell-correction, if any; tsv: tabs and "
-        "newlines inside text become spaces). queries: a query file for "
+        "newlines inside text become spaces; a text cell starting with =, +, -, @, tab or CR is "
+        "prefixed with an apostrophe so spreadsheets do not run it as a formula; json keeps "
+        "every text exactly). queries: a query file for "
         "retrieval, one line per distinct normalised variant of a topic, "
         "'<topic>/<label><TAB><normalised query>', where label is 'v' + the first 10 hex "
         "digits of the SHA-1 of the normalised text, so a query keeps its id whatever else "
@@ -66,11 +69,11 @@ class Command(BaseCommand):
         elif fmt == "csv":
             writer = csv.writer(fh, lineterminator="\n")
             writer.writerow(COLUMNS)
-            writer.writerows(rows)
+            writer.writerows(spreadsheet_row(r) for r in rows)
         else:
             fh.write("\t".join(COLUMNS) + "\n")
             for r in rows:
-                fh.write("\t".join(_one_line(c) for c in r) + "\n")
+                fh.write("\t".join(_one_line(c) for c in spreadsheet_row(r)) + "\n")
         return len(rows)
 
 

@@ -1,0 +1,21 @@
+"""Effectiveness measures equal to trec_eval, gdeval, ndeval and NTCIREVAL. No Django here.
+
+- :mod:`.runs` reads runs, qrels and intent probabilities into arrays;
+- :mod:`.adhoc` (trec_eval, gdeval), :mod:`.diversity` (ndeval), :mod:`.ntcir` (NTCIREVAL)
+  hold one plain function per measure, its formula and conventions in the docstring;
+- :mod:`.engine` parses measure names and evaluates a set of runs.
+"""
+from .engine import MeasureSpec, evaluate_runs, parse_measures
+from .runs import EvaluationInputError, Qrels, RunSet, read_intent_probabilities, read_qrels, read_runs
+
+__all__ = [
+    "EvaluationInputError",
+    "MeasureSpec",
+    "Qrels",
+    "RunSet",
+    "evaluate_runs",
+    "parse_measures",
+    "read_intent_probabilities",
+    "read_qrels",
+    "read_runs",
+]

@@ -1,0 +1,311 @@
+"""Runs, qrels and intent probabilities read into arrays for evaluation. No Django here.
+
+A :class:`RunSet` holds several runs over the same topics as padded arrays: for run ``r``,
+topic ``t`` and position ``i`` in the file, ``codes[r, t, i]`` is the document's code in the
+topic's vocabulary (every docid any run retrieved for that topic, sorted as byte strings,
+so code order is docid order), ``scores[r, t, i]`` its score and ``ranks[r, t, i]`` its
+rank column. Positions past the end of a ranking hold ``PAD_CODE``. Measures then work on
+the grades of each ranking gathered through these codes, never on strings.
+
+Readers stream ``.gz`` or plain text and stop at the first bad line with
+:class:`EvaluationInputError` naming the file and the line.
+"""
+from __future__ import annotations
+
+import gzip
+import io
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import numpy as np
+
+__all__ = [
+    "EvaluationInputError",
+    "NONPOOL",
+    "UNJUDGED",
+    "PAD",
+    "PAD_CODE",
+    "ORDERS",
+    "Qrels",
+    "RunSet",
+    "read_runs",
+    "read_qrels",
+    "read_intent_probabilities",
+    "topic_sort_key",
+]
+
+#: grade of a retrieved document absent from the qrels (trec_eval's RELVALUE_NONPOOL)
+NONPOOL = -1
+#: grade of a document the qrels list with a negative judgment (trec_eval's RELVALUE_UNJUDGED)
+UNJUDGED = -2
+#: grade of a position past the end of a ranking (no document there)
+PAD = -9
+PAD_CODE = -1
+
+ORDERS = ("trec_eval", "rank")
+
+
+class EvaluationInputError(ValueError):
+    """A run, qrels or probability file (or argument) is unusable; the message says where."""
+
+    def __init__(self, where, line: int | None, message: str):
+        self.path = str(where)
+        self.line = line
+        loc = f"{where}, line {line}" if line is not None else str(where)
+        super().__init__(f"{loc}: {message}")
+
+
+def topic_sort_key(topic: str):
+    """Numeric topics in numeric order, then the others as strings (``9`` before ``10``)."""
+    return (0, int(topic), topic) if topic.isdigit() else (1, 0, topic)
+
+
+def _lines(path: str | Path) -> Iterable[tuple[int, list[str]]]:
+    path = Path(path)
+    if not path.is_file():
+        raise EvaluationInputError(path, None, "no such file")
+    raw = gzip.open(path, "rb") if str(path).endswith(".gz") else open(path, "rb")
+    with io.TextIOWrapper(raw, encoding="utf-8") as f:
+        try:
+            for n, line in enumerate(f, 1):
+                cols = line.split()
+                if cols:
+                    yield n, cols
+        except UnicodeDecodeError as e:
+            raise EvaluationInputError(path, None, f"not UTF-8 text ({e.reason})") from None
+
+
+# --------------------------------------------------------------------------- runs
+
+
+@dataclass
+class RunSet:
+    """Several runs as padded arrays (see the module docstring).
+
+    ``topics`` are sorted with :func:`topic_sort_key`; ``vocab[t]`` is the sorted array of
+    docids of topic ``t``; ``lengths[r, t]`` is the number of documents run ``r`` ranked
+    for topic ``t`` (0: the topic is absent from that run)."""
+
+    tags: list[str]
+    sources: list[str]
+    topics: list[str]
+    vocab: list[np.ndarray]
+    codes: np.ndarray
+    scores: np.ndarray
+    ranks: np.ndarray
+    lengths: np.ndarray
+    _ordered: dict = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_rankings(cls, runs: Sequence[tuple[str, str, dict[str, tuple[list, list, list]]]]):
+        """Build from ``(tag, source, {topic: (docids, scores, ranks)})`` in file order.
+        Raises :class:`EvaluationInputError` if two runs share a tag."""
+        seen: dict[str, str] = {}
+        for tag, source, _ in runs:
+            if tag in seen:
+                raise EvaluationInputError(
+                    source, None, f"run tag {tag!r} is also the tag of {seen[tag]}; tags must differ"
+                )
+            seen[tag] = source
+        topics = sorted({t for _, _, per in runs for t in per}, key=topic_sort_key)
+        n_runs, n_topics = len(runs), len(topics)
+        lengths = np.zeros((n_runs, n_topics), dtype=np.int64)
+        for r, (_, _, per) in enumerate(runs):
+            for ti, t in enumerate(topics):
+                if t in per:
+                    lengths[r, ti] = len(per[t][0])
+        depth = int(lengths.max()) if lengths.size else 0
+        codes = np.full((n_runs, n_topics, depth), PAD_CODE, dtype=np.int32)
+        scores = np.full((n_runs, n_topics, depth), -np.inf)
+        ranks = np.full((n_runs, n_topics, depth), np.iinfo(np.int64).max, dtype=np.int64)
+        vocab = []
+        for ti, t in enumerate(topics):
+            docs = [per[t][0] for _, _, per in runs if t in per]
+            words = np.unique(np.concatenate([np.asarray(d, dtype=object) for d in docs]).astype(str))
+            vocab.append(words)
+            for r, (_, _, per) in enumerate(runs):
+                if t not in per:
+                    continue
+                d, s, k = per[t]
+                n = len(d)
+                codes[r, ti, :n] = np.searchsorted(words, np.asarray(d, dtype=str))
+                scores[r, ti, :n] = s
+                ranks[r, ti, :n] = k
+        return cls([t for t, _, _ in runs], [s for _, s, _ in runs], topics, vocab,
+                   codes, scores, ranks, lengths)
+
+    def ordered_codes(self, order: str) -> np.ndarray:
+        """Codes of every ranking in evaluation order, ``(runs, topics, depth)``.
+
+        ``trec_eval``: score descending, ties by docid descending (trec_eval's
+        ``comp_sim_docno``; the rank column is ignored). ``rank``: the rank column ascending,
+        as ndeval and NTCIREVAL read runs; a rank used twice in one topic is an error."""
+        if order not in ORDERS:
+            raise EvaluationInputError("--order", None, f"unknown order {order!r}; use one of {ORDERS}")
+        if order in self._ordered:
+            return self._ordered[order]
+        codes, valid = self.codes, self.codes != PAD_CODE
+        if order == "trec_eval":
+            s = self.scores
+            # already in order when each next document has a lower score, or the same
+            # score and a smaller docid (most runs are written sorted): skip the sort
+            nxt_valid = valid[..., 1:]
+            ok = (s[..., :-1] > s[..., 1:]) | ((s[..., :-1] == s[..., 1:]) & (codes[..., :-1] > codes[..., 1:]))
+            if bool(np.all(ok | ~nxt_valid)):
+                out = codes
+            else:
+                perm = np.lexsort((-codes.astype(np.int64), -s), axis=-1)
+                out = np.take_along_axis(codes, perm, axis=-1)
+        else:
+            k = self.ranks
+            if bool(np.all((k[..., :-1] < k[..., 1:]) | ~valid[..., 1:])):
+                out = codes
+            else:
+                perm = np.argsort(k, axis=-1, kind="stable")
+                out = np.take_along_axis(codes, perm, axis=-1)
+                k = np.take_along_axis(k, perm, axis=-1)
+            # after the sort, the documents of each ranking come first
+            filled = np.arange(codes.shape[-1]) < self.lengths[..., None]
+            dup = (k[..., :-1] == k[..., 1:]) & filled[..., 1:]
+            if dup.any():
+                r, t, i = (int(x[0]) for x in np.nonzero(dup))
+                raise EvaluationInputError(
+                    self.sources[r], None,
+                    f"rank {int(k[r, t, i])} appears twice for topic {self.topics[t]!r}; "
+                    "--order rank needs distinct ranks",
+                )
+        self._ordered[order] = out
+        return out
+
+
+def _read_run_file(path: str | Path) -> tuple[str, dict[str, tuple[list, list, list]]]:
+    tag = None
+    per: dict[str, tuple[list, list, list]] = {}
+    seen: dict[str, set] = {}
+    for n, cols in _lines(path):
+        if len(cols) < 6:
+            raise EvaluationInputError(
+                path, n, f"expected 6 columns (topic Q0 docid rank score tag), found {len(cols)}"
+            )
+        # columns after the sixth are ignored, as trec_eval does (its own test data has them)
+        topic, _q0, doc, rank_s, score_s, run_tag = cols[:6]
+        try:
+            rank = int(rank_s)
+        except ValueError:
+            raise EvaluationInputError(path, n, f"rank {rank_s!r} is not a whole number") from None
+        try:
+            score = float(score_s)
+        except ValueError:
+            raise EvaluationInputError(path, n, f"score {score_s!r} is not a number") from None
+        if not math.isfinite(score):
+            raise EvaluationInputError(path, n, f"score {score_s!r} is not finite")
+        if tag is None:
+            tag = run_tag
+        elif run_tag != tag:
+            raise EvaluationInputError(path, n, f"run tag {run_tag!r} differs from {tag!r} on earlier lines")
+        entry = per.get(topic)
+        if entry is None:
+            entry = per[topic] = ([], [], [])
+            seen[topic] = set()
+        if doc in seen[topic]:
+            raise EvaluationInputError(path, n, f"document {doc!r} appears twice for topic {topic!r}")
+        seen[topic].add(doc)
+        entry[0].append(doc)
+        entry[1].append(score)
+        entry[2].append(rank)
+    if tag is None:
+        raise EvaluationInputError(path, None, "the run file is empty")
+    return tag, per
+
+
+def read_runs(paths: Sequence[str | Path]) -> RunSet:
+    """Read TREC run files (``topic Q0 docid rank score tag``) into one :class:`RunSet`.
+
+    Every line is checked: six columns (later ones are ignored, as trec_eval does), an integer rank, a finite score, one tag per file,
+    no docid twice in a topic (trec_eval and ndeval refuse those too)."""
+    if not paths:
+        raise EvaluationInputError("--run", None, "give at least one run file")
+    runs = []
+    for p in paths:
+        tag, per = _read_run_file(p)
+        runs.append((tag, str(p), per))
+    return RunSet.from_rankings(runs)
+
+
+# --------------------------------------------------------------------------- qrels
+
+
+def _grade(path, n, s: str) -> int:
+    t = s[1:] if s[:1] in ("L", "l") else s  # NTCIREVAL writes levels as L0, L1, ...
+    try:
+        return int(t)
+    except ValueError:
+        raise EvaluationInputError(path, n, f"relevance {s!r} is not a whole number (or L<n>)") from None
+
+
+@dataclass
+class Qrels:
+    """Judgments. ``kind`` is ``adhoc`` (``topic iteration docid grade``, where
+    ``judgments[topic][docid] = grade``) or ``diversity`` (``topic intent docid grade``,
+    where ``judgments[topic][intent][docid] = grade``). Negative grades are kept: the
+    measures say how they treat them."""
+
+    kind: str
+    judgments: dict
+    source: str = ""
+
+    @property
+    def topics(self) -> list[str]:
+        return sorted(self.judgments, key=topic_sort_key)
+
+
+def read_qrels(path: str | Path, kind: str) -> Qrels:
+    """Read ad hoc or diversity qrels; a (topic, [intent,] docid) judged twice is an error."""
+    if kind not in ("adhoc", "diversity"):
+        raise EvaluationInputError("--qrels-format", None, f"unknown qrels format {kind!r}; use adhoc or diversity")
+    out: dict = {}
+    for n, cols in _lines(path):
+        if len(cols) != 4:
+            what = "topic iteration docid grade" if kind == "adhoc" else "topic intent docid grade"
+            raise EvaluationInputError(path, n, f"expected 4 columns ({what}), found {len(cols)}")
+        topic, second, doc, g = cols
+        grade = _grade(path, n, g)
+        if kind == "adhoc":
+            docs = out.setdefault(topic, {})
+            if doc in docs:
+                raise EvaluationInputError(path, n, f"document {doc!r} is judged twice for topic {topic!r}")
+            docs[doc] = grade
+        else:
+            docs = out.setdefault(topic, {}).setdefault(second, {})
+            if doc in docs:
+                raise EvaluationInputError(
+                    path, n, f"document {doc!r} is judged twice for topic {topic!r}, intent {second!r}"
+                )
+            docs[doc] = grade
+    if not out:
+        raise EvaluationInputError(path, None, "the qrels file is empty")
+    return Qrels(kind, out, str(path))
+
+
+def read_intent_probabilities(path: str | Path) -> dict[str, dict[str, float]]:
+    """Read ``topic intent probability`` lines (NTCIREVAL's ``.Iprob`` files)."""
+    out: dict[str, dict[str, float]] = {}
+    for n, cols in _lines(path):
+        if len(cols) != 3:
+            raise EvaluationInputError(path, n, f"expected 3 columns (topic intent probability), found {len(cols)}")
+        topic, intent, p_s = cols
+        try:
+            p = float(p_s)
+        except ValueError:
+            raise EvaluationInputError(path, n, f"probability {p_s!r} is not a number") from None
+        if not (0.0 <= p <= 1.0):
+            raise EvaluationInputError(path, n, f"probability {p_s!r} is not between 0 and 1")
+        probs = out.setdefault(topic, {})
+        if intent in probs:
+            raise EvaluationInputError(path, n, f"intent {intent!r} of topic {topic!r} is given twice")
+        probs[intent] = p
+    if not out:
+        raise EvaluationInputError(path, None, "the intent probability file is empty")
+    return out

@@ -221,11 +221,22 @@ def analyzer_description() -> str:
 # --- indexing -------------------------------------------------------------------------------
 
 
+def index_prepare() -> None:
+    """Start the JVM for indexing now. The JVM takes over SIGINT, SIGTERM and SIGHUP when it
+    starts (and exits on them, skipping Python's clean-up); a caller that wants its own
+    handlers installs them after this call."""
+    _start()
+
+
 def index_build(json_dir: str | os.PathLike, index_dir: str | os.PathLike, threads: int = 1) -> int:
     """Index a directory of Anserini JsonCollection files (``{"id", "contents", "raw"}``)
-    with positions, document vectors and raw text. Returns the number of documents indexed.
+    with positions, document vectors and raw text. Returns the number of documents in the
+    index.
 
     Raises AnseriniError when a document could not be indexed (the count says how many).
+    Anserini skips a document with empty contents (counted as "empty", not indexed): the
+    count returned leaves those out, so a caller comparing it with the number of documents
+    it wrote sees the drop (:func:`index_missing_docids` names them).
     """
     j = _start()
     json_dir, index_dir = Path(json_dir), Path(index_dir)
@@ -254,7 +265,22 @@ def index_build(json_dir: str | os.PathLike, index_dir: str | os.PathLike, threa
             f"Anserini could not index {errors + unindexable} document(s) of {json_dir} "
             f"({indexed} indexed, {empty} empty); check the collection for malformed documents"
         )
-    return indexed + empty
+    return indexed
+
+
+def index_missing_docids(index_dir: str | os.PathLike, docids: Iterable[str]) -> list[str]:
+    """The docids (in the given order) that the index at ``index_dir`` does not hold.
+
+    Opens its own reader and closes it, so a temporary index can be removed afterwards.
+    """
+    j = _start()
+    reader = j["IndexReaderUtils"].getReader(str(index_dir))
+    try:
+        convert = j["IndexReaderUtils"].convertLuceneDocidToDocid
+        present = {convert(reader, n) for n in range(int(reader.maxDoc()))}
+    finally:
+        reader.close()
+    return [d for d in docids if d not in present]
 
 
 def index_doc_count(index_dir: str | os.PathLike) -> int:

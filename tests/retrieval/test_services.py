@@ -63,7 +63,7 @@ def test_import_collection_records_everything(cacm):
 
 def test_import_collection_is_all_or_nothing(index_root, tmp_path):
     bad = tmp_path / "bad.trec"
-    bad.write_text("<DOC>\n<DOCNO>a</DOCNO>\n</DOC>\n<DOC>\n<DOCNO>b</DOCNO>\n")
+    bad.write_text("<DOC>\n<DOCNO>a</DOCNO>text\n</DOC>\n<DOC>\n<DOCNO>b</DOCNO>\n")
     with pytest.raises(CommandError, match=r"bad.trec, line 4: .*unterminated DOC"):
         call_command("import_collection", "broken", str(bad), "--format", "trec",
                      stdout=io.StringIO())

@@ -2,6 +2,7 @@
 --out PATH"""
 from django.core.management.base import BaseCommand, CommandError
 
+from common.fileio import atomic_output
 from retrieval.selectors import run_find, run_rankings
 from retrieval.trecrun import write_run
 
@@ -11,7 +12,7 @@ class Command(BaseCommand):
         "Write a run in TREC format. Query ids: the topic id for title, description and "
         "system runs; '<topic id>:<variant label>' for variant runs (one line group per "
         "distinct variant). Without --tag, the newest finished run of that collection and "
-        "model (and --source) is written."
+        "model (and --source) is written. The file appears only once complete."
     )
 
     def add_arguments(self, parser):
@@ -27,7 +28,7 @@ class Command(BaseCommand):
             run = run_find(topic_set_name=topic_set, collection_name=collection,
                            model_name=model, source=source, tag=tag)
             run_tag = run.tag or f"{run.model.name}-{run.source}"
-            with open(out, "w", encoding="utf-8") as f:
+            with atomic_output(out) as f:
                 n = write_run(f, run_rankings(run), run_tag)
         except (ValueError, OSError) as exc:
             raise CommandError(str(exc)) from None

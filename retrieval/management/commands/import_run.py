@@ -15,10 +15,12 @@ class Command(BaseCommand):
         parser.add_argument("path")
         parser.add_argument("--topic-set", required=True, dest="topic_set")
         parser.add_argument("--tag", default=None, help="defaults to the file's run tag")
+        parser.add_argument("--encoding", default="utf-8",
+                            help="text encoding of the file (default utf-8; e.g. latin-1)")
 
-    def handle(self, *args, path, topic_set, tag, **options):
+    def handle(self, *args, path, topic_set, tag, encoding, **options):
         try:
-            run = system_run_import(path, topic_set_name=topic_set, tag=tag)
+            run = system_run_import(path, topic_set_name=topic_set, tag=tag, encoding=encoding)
         except (RunFormatError, RetrievalError, ValueError) as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write(f"run {run.id} ({run.tag}): {run.total} topics imported")

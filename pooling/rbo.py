@@ -56,6 +56,8 @@ choice of "first items of L not in S" depends on it).
 """
 from __future__ import annotations
 
+import math
+import threading
 from typing import NamedTuple, Sequence
 
 import numpy as np
@@ -192,6 +194,8 @@ def rbo(
     p = _check_p(p)
     if ties not in _TIES:
         raise ValueError(f"ties must be one of {_TIES}, got {ties!r}")
+    if a_scores is None and b_scores is None:
+        return _rbo_classic(a, b, p)
     fa = tie_groups(a, a_scores)
     fb = tie_groups(b, b_scores)
     # CU: S is the shorter; with equal lengths the second argument is S.
@@ -276,6 +280,160 @@ def rbo(
 
 
 # ----------------------------------------------------------------------------
+# Classic RBO (no ties) in closed form: one sort and a few table look-ups.
+# ----------------------------------------------------------------------------
+
+_tables: dict[float, tuple] = {}
+_TABLES_MAX = 32  # distinct p values kept
+_TAIL_MAX = 1 << 21  # longest tail summed term by term (p up to ~0.99998)
+
+
+def _powers(p: float, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(d, p^d, w_d = p^d/d, T)`` for d = 1..size with size >= n (float64), cached per
+    ``p`` and grown by doubling; entries are elementwise, so they do not depend on size.
+
+    ``T[k] = sum_{d>k} w_d = ln(1/(1-p)) - sum_{d<=k} w_d`` for k = 0..size-1 (``T[0]``
+    is ln(1/(1-p))), summed from the far end (where the terms are below 1e-17 of the
+    tail), so it keeps full relative precision where ``ln(1/(1-p)) - H_k`` cancels.  For
+    p so close to 1 that this needs more than ``_TAIL_MAX`` extra terms, the difference
+    is used.
+    """
+    t = _tables.get(p)
+    if t is not None and t[0].size >= n:
+        return t
+    size = max(1024, 2 * n)
+    extra = math.ceil(40.0 / -math.log(p))  # p^extra < 1e-17
+    tail = extra <= _TAIL_MAX
+    d = np.arange(1, size + (extra if tail else 0) + 1, dtype=np.float64)
+    pd = np.power(p, d)
+    w = pd / d
+    T = np.empty(size, dtype=np.float64)
+    if tail:
+        T[:] = np.cumsum(w[::-1])[::-1][:size]
+    else:
+        T[0] = 0.0
+        np.cumsum(w[: size - 1], out=T[1:])
+        T[:] = -math.log1p(-p) - T
+    t = (d[:size], pd[:size], w[:size], T)
+    if len(_tables) >= _TABLES_MAX:
+        _tables.clear()
+    _tables[p] = t
+    return t
+
+
+def _ids(items) -> np.ndarray:
+    ids = items if isinstance(items, np.ndarray) else np.asarray(items)
+    if ids.ndim != 1:
+        raise ValueError(f"a ranking must be 1-D, got shape {ids.shape}")
+    return ids
+
+
+def _classic_scores(s: int, l: int, e: np.ndarray, p: float) -> RBOResult:
+    """Classic RBO from the lengths ``1 <= s <= l`` and the depths ``e`` (1-based) at
+    which the common items enter the overlap: the sums of the module docstring, term by
+    term (``X_d`` explicitly, no differences of large partial sums), with ``w_d = p^d/d``::
+
+        min = (1-p)/p (sum_{d<=l} X_d w_d + X_l sum_{d>l} w_d)
+        gap = sum_{d=s+1}^{l} (d - s) w_d
+        max = (1-p)/p (sum_{d<=l} X_d w_d + gap + sum_{d=l+1}^{f} (2d - f) w_d
+                       + p^{f+1}/(1-p)),               f = l + s - X_l
+        ext = (1-p)/p (sum_{d<=l} X_d w_d + A_s gap + (X_l + (l-s) A_s)/l p^{l+1}/(1-p))
+    """
+    Xl = e.size
+    f = l + s - Xl
+    dd, pp, ww, T = _powers(p, f + 2)
+    X = np.cumsum(np.bincount(e, minlength=l + 1)[1:]).astype(np.float64)
+    w = ww[:l]
+    sum_xw = float(np.dot(X, w))
+    A_s = float(X[s - 1]) / s
+    gap = float(np.dot(dd[s:l] - s, w[s:])) if l > s else 0.0
+    sec3_min = Xl * float(T[l])
+    sec3_max = (float(np.dot(2 * dd[l:f] - f, ww[l:f])) if f > l else 0.0) + p ** (f + 1) / (1 - p)
+    sec3_ext = (Xl + (l - s) * A_s) / l * p ** (l + 1) / (1 - p)
+    k0 = (1 - p) / p
+    rmin = k0 * (sum_xw + sec3_min)
+    rmax = k0 * (sum_xw + gap + sec3_max)
+    rext = k0 * (sum_xw + A_s * gap + sec3_ext)
+    return RBOResult(float(rmin), float(rmax - rmin), float(rext))
+
+
+_scratch = threading.local()
+_SCRATCH_MAX = 1 << 22  # ids below this use a reusable rank table (16 MB at most)
+
+
+def _scratch_table(hi: int) -> np.ndarray:
+    """This thread's all-zero int32 table of at least ``hi`` entries; callers put
+    values in and must zero them again before returning."""
+    table = getattr(_scratch, "table", None)
+    if table is None or table.size < hi:
+        # calloc'd: pages the ids never touch stay unallocated
+        table = np.zeros(min(max(hi, 1 << 16) * 2, _SCRATCH_MAX), dtype=np.int32)
+        _scratch.table = table
+    return table
+
+
+def _common_depths_table(S: np.ndarray, L: np.ndarray, hi: int) -> np.ndarray:
+    """Depths (1-based) at which the items common to ``S`` and ``L`` enter the overlap,
+    for non-negative integer ids below ``hi``: a per-thread table indexed by id holds
+    the ranks of ``S`` for the time of the call (and is zeroed again before returning),
+    so a pair costs a few passes over its items and no sort."""
+    table = _scratch_table(hi)
+    s, l = S.size, L.size
+    rank_s = np.arange(1, s + 1, dtype=np.int32)
+    try:
+        table[S] = rank_s
+        repeated = bool((table[S] != rank_s).any())
+        in_s = table[L]
+        if not repeated:
+            rank_l = -np.arange(1, l + 1, dtype=np.int32)
+            table[L] = rank_l
+            repeated = bool((table[L] != rank_l).any())
+    finally:
+        table[S] = 0
+        table[L] = 0
+    if repeated:
+        raise ValueError("a ranking lists some item more than once")
+    hit = np.flatnonzero(in_s)
+    return np.maximum(in_s[hit].astype(np.int64), hit + 1)
+
+
+def _common_depths_sort(S: np.ndarray, L: np.ndarray) -> np.ndarray:
+    """The same for any ids (strings, negative or very large integers): one stable sort
+    of both rankings; equal neighbours from one ranking are a repeated item, from both
+    a common item."""
+    s = S.size
+    both = np.concatenate((S, L))
+    order = np.argsort(both, kind="stable")
+    sorted_ = both[order]
+    at = np.flatnonzero(sorted_[1:] == sorted_[:-1])
+    first, second = order[at], order[at + 1]  # stable: first < second
+    if at.size and ((second < s).any() or (first >= s).any()):
+        raise ValueError("a ranking lists some item more than once")
+    return np.maximum(first + 1, second - (s - 1))
+
+
+def _rbo_classic(a, b, p: float) -> RBOResult:
+    A = _ids(a)
+    B = _ids(b)
+    # CU: S is the shorter; with equal lengths the second argument is S.
+    S, L = (B, A) if A.size >= B.size else (A, B)
+    s, l = S.size, L.size
+    if s == 0:
+        if l and np.unique(L).size != l:
+            raise ValueError("a ranking lists some item more than once")
+        return RBOResult(0.0, 1.0, 1.0 if l == 0 else 0.0)
+    ks, kl = S.dtype.kind, L.dtype.kind
+    if ks in "iu" and kl in "iu":
+        lo = min(int(S.min()), int(L.min()))
+        hi = max(int(S.max()), int(L.max())) + 1
+        if lo >= 0 and hi <= _SCRATCH_MAX:
+            return _classic_scores(s, l, _common_depths_table(S, L, hi), p)
+    elif ks != kl:
+        raise TypeError(f"rankings hold ids of different kinds ({S.dtype} vs {L.dtype})")
+    return _classic_scores(s, l, _common_depths_sort(S, L), p)
+
+
+# ----------------------------------------------------------------------------
 # Batched path: one reference ranking against many rankings, no ties.
 # ----------------------------------------------------------------------------
 
@@ -298,6 +456,16 @@ def _pack(rankings, offsets) -> tuple[np.ndarray, np.ndarray]:
     return flat, off
 
 
+def _segment_sums(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Sums of consecutive segments of ``values`` of lengths ``counts`` (0 for empty)."""
+    out = np.zeros(counts.size, dtype=np.float64)
+    if values.size:
+        nonempty = counts > 0
+        starts = np.cumsum(counts) - counts
+        out[nonempty] = np.add.reduceat(values, starts[nonempty], dtype=np.float64)
+    return out
+
+
 def rbo_batch(reference: Sequence[int], rankings, p: float, *, offsets=None) -> RBOBatch:
     """Classic RBO (no ties) of ``reference`` against each of ``rankings``.
 
@@ -307,11 +475,18 @@ def rbo_batch(reference: Sequence[int], rankings, p: float, *, offsets=None) -> 
     non-negative integers and must be distinct within each ranking (not checked
     here, for speed; :func:`rbo` checks).
 
-    Uses the closed forms of the module docstring with ``H_k = sum_{d<=k} p^d/d``
-    and ``G_k = sum_{d<=k} p^d``: each common item ``i`` enters the overlap at
-    depth ``e_i = max(rank_S(i), rank_L(i))`` and
-    ``sum_{d<=l} X_d p^d/d = X_l H_l - sum_i H_{e_i - 1}``, so every score is
-    a few table look-ups per common item.  Agrees with :func:`rbo` to ~1e-12.
+    Closed forms of the module docstring with ``w_d = p^d/d``, the tails
+    ``T_k = sum_{d>k} w_d`` and ``P_k = sum_{d>k} p^d = p^{k+1}/(1-p)``: each common
+    item ``i`` enters the overlap at depth ``e_i = max(rank_S(i), rank_L(i))``, so
+    ``sum_{d<=l} X_d w_d + X_l T_l = sum_i T_{e_i - 1}`` and::
+
+        min = (1-p)/p sum_i T_{e_i - 1}
+        gap = sum_{d=s+1}^{l} (d - s) w_d = P_s - P_l - s (T_s - T_l)
+        ext = (1-p)/p (sum_i T_{e_i-1} - X_l T_l + A_s gap + (X_l + (l-s) A_s)/l P_l)
+        max = (1-p)/p (sum_i T_{e_i-1} - X_l T_l + gap + 2 (P_l - P_f) - f (T_l - T_f) + P_f)
+
+    (``f = l + s - X_l``): a few table look-ups per common item, all terms positive
+    where it matters.  Agrees with :func:`rbo` to ~1e-13.
     """
     p = _check_p(p)
     ref = np.asarray(reference, dtype=np.int64)
@@ -333,41 +508,44 @@ def rbo_batch(reference: Sequence[int], rankings, p: float, *, offsets=None) -> 
     else:
         hi = int(max(ref.max(), flat.max())) + 1
         if hi <= (1 << 27):
-            table = np.zeros(hi, dtype=np.int32)
-            table[ref] = np.arange(1, r + 1, dtype=np.int32)
-            rr = table[flat]
+            if hi <= _SCRATCH_MAX:
+                table = _scratch_table(hi)
+            else:
+                table = np.zeros(hi, dtype=np.int32)
+            try:
+                table[ref] = np.arange(1, r + 1, dtype=np.int32)
+                rr = table[flat]
+            finally:
+                table[ref] = 0
         else:
             so = np.argsort(ref, kind="stable")
             sr = ref[so]
             pos = np.minimum(np.searchsorted(sr, flat), sr.size - 1)
             rr = np.where(sr[pos] == flat, so[pos] + 1, 0)
-        h = np.flatnonzero(rr)
-        rr_h = rr[h].astype(np.int64)
+        h = np.flatnonzero(rr > 0)
+        rr_h = rr[h]
     # ranking of each hit: h is ascending, so count the hits before each offset
     hits_per = np.diff(np.searchsorted(h, offsets))
-    ph = np.repeat(np.arange(m, dtype=np.int64), hits_per)
-    e = np.maximum(h - offsets[ph] + 1, rr_h)  # depth at which the hit enters the overlap
+    # depth at which each hit enters the overlap (its 1-based rank is h - offset + 1)
+    e = np.maximum(h - np.repeat(offsets[:-1] - 1, hits_per), rr_h)
     s = np.minimum(qlen, r)
     l = np.maximum(qlen, r)
-    Xl = np.bincount(ph, minlength=m).astype(np.float64)
-    Xs = np.bincount(ph, weights=(e <= s[ph]).astype(np.float64), minlength=m)
+    Xl = hits_per.astype(np.float64)
+    Xs = _segment_sums(e <= np.repeat(s, hits_per), hits_per)
     fmax = int((l + s).max()) if m else 0
-    dd = np.arange(1, fmax + 2, dtype=np.float64)
-    pw = np.power(p, dd)
-    H = np.concatenate(([0.0], np.cumsum(pw / dd)))  # H[k] = sum_{d<=k} p^d/d
-    G = np.concatenate(([0.0], np.cumsum(pw)))
-    E = np.bincount(ph, weights=H[e - 1], minlength=m)
+    _, pp, _, T = _powers(p, fmax + 2)
+    P = pp / (1 - p)  # P[k] = sum_{d>k} p^d
+    ST = _segment_sums(T[e - 1], hits_per)
     k0 = (1 - p) / p
-    ln = -np.log1p(-p)
-    sumXd = Xl * H[l] - E
-    rmin = k0 * (Xl * ln - E)
+    rmin = k0 * ST
     sl = s.astype(np.float64)
-    gap = (G[l] - G[s]) - sl * (H[l] - H[s])  # sum_{d=s+1}^{l} (d-s)/d p^d
+    sumXd = ST - Xl * T[l]
+    gap = (P[s] - P[l]) - sl * (T[s] - T[l])
     with np.errstate(divide="ignore", invalid="ignore"):
         rate = np.where(s > 0, Xs / np.maximum(sl, 1), 0.0)
-        rext = k0 * (sumXd + rate * gap + (Xl + (l - s) * rate) / np.maximum(l, 1) * np.power(p, l + 1) / (1 - p))
-    f = (l + s - Xl).astype(np.int64)
-    rmax = k0 * (sumXd + gap + 2 * (G[f] - G[l]) - f * (H[f] - H[l]) + np.power(p, f + 1) / (1 - p))
+        rext = k0 * (sumXd + rate * gap + (Xl + (l - s) * rate) / np.maximum(l, 1) * P[l])
+    f = (l + s - hits_per).astype(np.int64)
+    rmax = k0 * (sumXd + gap + 2 * (P[l] - P[f]) - f * (T[l] - T[f]) + P[f])
     empty = s == 0
     if np.any(empty):
         rmin = np.where(empty, 0.0, rmin)

@@ -3,8 +3,10 @@
 - :func:`collection_import` reads a collection file, builds its Lucene index under
   ``settings.INDEX_ROOT`` and registers it; all or nothing.
 - :func:`run_create` makes a retrieval run (one query per title, description or distinct
-  user variant), reuses rankings already retrieved under the same key and queues the rest
-  as Celery tasks on commit; :func:`rankings_retrieve` is what those tasks do.
+  user variant), reuses rankings already retrieved under the same key and records the
+  rest as chunks (rows with a status and a lease) whose wake-up messages are sent on
+  commit; :func:`chunk_retrieve` is what a worker does with one, :func:`chunks_reconcile`
+  re-queues what a dead worker or a lost message left.
 - :func:`system_run_import` stores an imported TREC run.
 """
 from __future__ import annotations
@@ -30,9 +32,10 @@ from django.utils import timezone
 from common import fileio
 from common.fileio import clean_name
 
-from . import anserini
+from . import anserini, leases
 from .collections_io import CollectionFormatError, read_collection, write_json_collection
-from .models import Collection, Docid, Ranking, RetrievalModel, Run, RunQuery
+from .models import (Collection, Docid, Ranking, RetrievalModel, Run, RunChunk,
+                     RunQuery)
 from .rankings import pack, query_key
 from .selectors import docid_ids
 from .trecrun import read_run
@@ -363,39 +366,66 @@ def run_create(*, topic_set_name: str, collection_name: str, model_name: str,
             q.ranking_id = existing.get(q.key)
         RunQuery.objects.bulk_create(queries, batch_size=2000)
         pending = [k for k in keys if k not in existing]
-        chunk = max(1, settings.RETRIEVAL_CHUNK_SIZE)
-        chunks = [pending[i:i + chunk] for i in range(0, len(pending), chunk)]
-        run.completed = sum(1 for q in queries if q.ranking_id)
-        run.tasks_total = len(chunks)
-        if not chunks:
-            run.status, run.finished = "done", timezone.now()
-        run.save(update_fields=["completed", "tasks_total", "status", "finished"])
-        if chunks:
-            from .tasks import rankings_retrieve_task
-
-            run_id = run.id
-            for keys_chunk in chunks:
-                transaction.on_commit(
-                    lambda c=keys_chunk: rankings_retrieve_task.delay(run_id, c)
-                )
+        size = max(1, settings.RETRIEVAL_CHUNK_SIZE)
+        now = timezone.now()
+        chunks = RunChunk.objects.bulk_create([
+            RunChunk(run=run, index=i, keys=pending[start:start + size], woken=now, wakeups=1)
+            for i, start in enumerate(range(0, len(pending), size))
+        ])
+        _runs_refresh([run.id])
+        for chunk in chunks:
+            transaction.on_commit(lambda pk=chunk.pk: _chunk_wake(pk))
+    run.refresh_from_db()
     return run
 
 
-def rankings_retrieve(run_id: int, keys: list[str]) -> int:
-    """Retrieve the rankings of ``keys`` for a run's collection and model, store them
-    (replacing any earlier one with the same key), link every query waiting on them and
-    update progress. Idempotent. Returns the number of rankings stored."""
-    run = Run.objects.select_related("collection", "model").get(id=run_id)
-    Run.objects.filter(id=run_id, status="queued").update(status="running", started=timezone.now())
-    texts = dict(RunQuery.objects.filter(run_id=run_id, key__in=keys)
+def _chunk_wake(chunk_id: int) -> None:
+    from .tasks import chunk_retrieve_task
+
+    chunk_retrieve_task.delay(chunk_id)
+
+
+def chunk_retrieve(chunk_id: int, *, retry_on: tuple[type[BaseException], ...] = ()) -> int:
+    """Retrieve and store the rankings of one chunk of a run, then link every query
+    waiting on them and recount the runs concerned. Returns the rankings stored.
+
+    Idempotent under duplicate delivery: a chunk that is finished, failed, or held by a
+    live process is left untouched (returns 0); keys another run retrieved meanwhile are
+    not searched again. An error of a type in ``retry_on`` puts the chunk back in the
+    queue (the caller retries); any other fails the chunk, and its run, with the message.
+    """
+    holder = leases.claim(RunChunk, chunk_id)
+    if holder is None:
+        return 0
+    chunk = RunChunk.objects.select_related("run__collection", "run__model").get(pk=chunk_id)
+    run = chunk.run
+    _runs_refresh([run.id])
+    try:
+        with leases.renewing(RunChunk, chunk_id, holder):
+            return _chunk_search_store(chunk, run)
+    except BaseException as exc:
+        leases.release(RunChunk, chunk_id, holder, f"{type(exc).__name__}: {exc}",
+                       retry=isinstance(exc, retry_on))
+        _runs_refresh([run.id])
+        raise
+
+
+def _chunk_search_store(chunk: RunChunk, run: Run) -> int:
+    keys = list(chunk.keys)
+    done = set(Ranking.objects.filter(key__in=keys).values_list("key", flat=True))
+    todo = [k for k in keys if k not in done]
+    texts = dict(RunQuery.objects.filter(run_id=run.id, key__in=todo)
                  .values_list("key", "query_text").distinct())
-    missing = set(keys) - set(texts)
+    missing = set(todo) - set(texts)
     if missing:
-        raise RetrievalError(f"run {run_id} has no queries with {len(missing)} of the keys given")
-    anserini.configure(settings.ANSERINI_JAVA_HOME)
+        raise RetrievalError(f"run {run.id} has no queries with {len(missing)} of the keys of "
+                             f"chunk {chunk.index}")
     started = time.perf_counter()
-    results = anserini.search_batch(run.collection.index_path, texts, model_spec(run.model),
-                                    k=run.depth, threads=settings.RETRIEVAL_THREADS)
+    results = {}
+    if texts:
+        anserini.configure(settings.ANSERINI_JAVA_HOME)
+        results = anserini.search_batch(run.collection.index_path, texts, model_spec(run.model),
+                                        k=run.depth, threads=settings.RETRIEVAL_THREADS)
     searched = time.perf_counter()
     ids = _vocabulary_ids({d for docids, _, _ in results.values() for d in docids})
     objs = []
@@ -406,37 +436,62 @@ def rankings_retrieve(run_id: int, keys: list[str]) -> int:
                             query_text=texts[key], depth=run.depth, length=len(docids),
                             docids=d, scores=s, empty_reason=reason))
     with transaction.atomic():
-        Ranking.objects.bulk_create(
-            objs, update_conflicts=True, unique_fields=["key"],
-            update_fields=["docids", "scores", "length", "empty_reason", "query_text"],
-        )
-        waiting = RunQuery.objects.filter(key__in=list(results), ranking__isnull=True)
-        affected = set(waiting.values_list("run_id", flat=True).distinct()) | {run_id}
+        status = (RunChunk.objects.select_for_update().filter(pk=chunk.pk)
+                  .values_list("status", flat=True).first())
+        if status in (None, leases.DONE):
+            return 0  # another delivery finished it meanwhile
+        # ignore_conflicts: a ranking stored meanwhile under the same key (by another run's
+        # chunk) is the same ranking; the first one stays.
+        Ranking.objects.bulk_create(objs, ignore_conflicts=True)
+        waiting = RunQuery.objects.filter(key__in=keys, ranking__isnull=True)
+        affected = set(waiting.values_list("run_id", flat=True).distinct()) | {run.id}
         waiting.update(ranking_id=Subquery(
             Ranking.objects.filter(key=OuterRef("key")).values("id")[:1]))
-        Run.objects.filter(id=run_id).update(tasks_done=_f("tasks_done") + 1)
-        _progress_update(affected)
-    log.info("run %s: %d queries searched in %.2f s, stored in %.2f s", run_id, len(objs),
-             searched - started, time.perf_counter() - searched)
+        RunChunk.objects.filter(pk=chunk.pk).update(
+            status=leases.DONE, holder="", lease_expires=None, finished=timezone.now())
+        _runs_refresh(affected)
+    log.info("run %s chunk %s: %d queries searched in %.2f s, stored in %.2f s", run.id,
+             chunk.index, len(objs), searched - started, time.perf_counter() - searched)
     return len(objs)
 
 
+def chunk_fail(chunk_id: int, message: str) -> None:
+    """Fail a chunk whose retries are exhausted (it waits queued for a retry that will not
+    come); a finished or running chunk is left as it is."""
+    if leases.fail_waiting(RunChunk, chunk_id, message):
+        run_id = RunChunk.objects.filter(pk=chunk_id).values_list("run_id", flat=True).first()
+        _runs_refresh([run_id])
+
+
+def chunks_reconcile() -> leases.Reconciled:
+    """Re-queue chunks whose worker is gone, fail those claimed too often (with the
+    reason), wake chunks whose message was lost; recount the runs concerned."""
+    result = leases.reconcile(RunChunk, _chunk_wake)
+    pks = result.requeued + result.failed + result.woken
+    if pks:
+        _runs_refresh(set(RunChunk.objects.filter(pk__in=pks).values_list("run_id", flat=True)))
+    return result
+
+
 # docid string -> vocabulary id, per process. Vocabulary ids never change once assigned
-# (rows are only ever added, and rankings_retrieve adds them outside its transaction, so
-# only committed ids are cached): a worker looks each docid up once, not once per chunk.
+# (rows are only ever added, and chunk_retrieve adds them outside its transaction, so only
+# committed ids are cached): a worker looks each docid up once, not once per chunk. At
+# _VOCAB_CACHE_MAX entries the cache starts again from the ids of the current call.
 _vocab_cache: dict[str, int] = {}
 _VOCAB_CACHE_MAX = 5_000_000
 
 
 def _vocabulary_ids(strings: set[str]) -> dict[str, int]:
+    """Vocabulary ids of ``strings`` (added where unknown); every string is in the result."""
     missing = [s for s in strings if s not in _vocab_cache]
-    if missing:
-        found = docids_ensure(missing)
-        if len(_vocab_cache) + len(found) > _VOCAB_CACHE_MAX:
-            _vocab_cache.clear()
+    found = docids_ensure(missing) if missing else {}
+    result = {s: found[s] if s in found else _vocab_cache[s] for s in strings}
+    if len(_vocab_cache) + len(found) > _VOCAB_CACHE_MAX:
+        _vocab_cache.clear()
+        _vocab_cache.update(result)
+    else:
         _vocab_cache.update(found)
-        return {s: _vocab_cache.get(s) or found[s] for s in strings}
-    return _vocab_cache
+    return result
 
 
 def vocabulary_cache_clear() -> None:
@@ -444,29 +499,50 @@ def vocabulary_cache_clear() -> None:
     _vocab_cache.clear()
 
 
-def _f(name):
-    from django.db.models import F
+def _runs_refresh(run_ids) -> None:
+    """Recount runs from their rows: queries ranked, chunks by status; derive the status.
 
-    return F(name)
-
-
-def _progress_update(run_ids) -> None:
-    """Recount completed queries of runs and finish those with every query ranked."""
-    run_ids = list(run_ids)
+    A run is failed when a chunk failed (with that chunk's error), done when every query
+    is ranked, running once a chunk was claimed, else queued.
+    """
+    run_ids = [r for r in set(run_ids) if r is not None]
     if not run_ids:
         return
-    done_count = (RunQuery.objects.filter(run=OuterRef("pk"), ranking__isnull=False)
-                  .order_by().values("run").annotate(n=Count("id")).values("n"))
-    Run.objects.filter(id__in=run_ids).update(completed=Subquery(done_count))
-    Run.objects.filter(id__in=run_ids, completed__gte=_f("total")).exclude(
-        status__in=["done", "failed"]).update(status="done", finished=timezone.now())
-
-
-def run_fail(run_id: int, message: str) -> None:
-    """Record that a task of the run failed for good."""
-    Run.objects.filter(id=run_id).update(
-        status="failed", tasks_failed=_f("tasks_failed") + 1,
-        error=message[:5000], finished=timezone.now())
+    ranked = dict(RunQuery.objects.filter(run_id__in=run_ids, ranking__isnull=False)
+                  .order_by().values("run_id").annotate(n=Count("id"))
+                  .values_list("run_id", "n"))
+    by_status: dict[int, dict[str, int]] = {}
+    for run_id, status, n in (RunChunk.objects.filter(run_id__in=run_ids).order_by()
+                              .values("run_id", "status").annotate(n=Count("id"))
+                              .values_list("run_id", "status", "n")):
+        by_status.setdefault(run_id, {})[status] = n
+    errors = dict(RunChunk.objects.filter(run_id__in=run_ids, status=leases.FAILED)
+                  .order_by("-index").values_list("run_id", "error"))
+    now = timezone.now()
+    for run in Run.objects.filter(id__in=run_ids, kind=Run.KIND_RETRIEVAL):
+        counts = by_status.get(run.id, {})
+        completed = ranked.get(run.id, 0)
+        failed = counts.get(leases.FAILED, 0)
+        started = counts.get(leases.RUNNING, 0) + counts.get(leases.DONE, 0) + failed
+        if failed:
+            status = "failed"
+        elif completed >= run.total:
+            status = "done"
+        elif started:
+            status = "running"
+        else:
+            status = "queued"
+        fields = dict(completed=completed, tasks_total=sum(counts.values()),
+                      tasks_done=counts.get(leases.DONE, 0), tasks_failed=failed,
+                      status=status, error=errors.get(run.id, "") if failed else "")
+        if status != "queued" and run.started is None:
+            fields["started"] = now
+        if status in ("done", "failed"):
+            if run.finished is None or run.status != status:
+                fields["finished"] = now
+        else:
+            fields["finished"] = None
+        Run.objects.filter(id=run.id).update(**fields)
 
 
 # --- system runs ----------------------------------------------------------------------------

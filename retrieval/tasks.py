@@ -1,7 +1,9 @@
 """Celery tasks of retrieval: thin wrappers that take ids, call one service and own retries.
 
-The JVM starts lazily inside the worker child that runs the first task (never in the
-prefork parent); each child keeps one searcher per index.
+A message names a chunk (a row of the ledger) and is only a wake-up: a duplicate delivery
+finds the chunk finished or held and returns. The JVM starts lazily inside the worker
+process that runs the first task (never in a prefork parent); each process keeps one
+searcher per index.
 """
 from __future__ import annotations
 
@@ -11,17 +13,19 @@ from django.db import InterfaceError, OperationalError
 TRANSIENT = (OperationalError, InterfaceError, ConnectionError, TimeoutError)
 
 
-class RetrievalTask(Task):
+class ChunkTask(Task):
     def on_failure(self, exc, task_id, args, kwargs, einfo):
-        from .services import run_fail
+        """Retries exhausted: fail the chunk that waits for one (the service already
+        failed it for any other error)."""
+        from .services import chunk_fail
 
-        run_id = args[0] if args else kwargs.get("run_id")
-        if run_id is not None:
-            run_fail(run_id, f"{type(exc).__name__}: {exc}")
+        chunk_id = args[0] if args else kwargs.get("chunk_id")
+        if chunk_id is not None:
+            chunk_fail(chunk_id, f"{type(exc).__name__}: {exc}")
 
 
 @shared_task(
-    base=RetrievalTask,
+    base=ChunkTask,
     bind=True,
     acks_late=True,
     reject_on_worker_lost=True,
@@ -33,7 +37,16 @@ class RetrievalTask(Task):
     soft_time_limit=30 * 60,
     time_limit=35 * 60,
 )
-def rankings_retrieve_task(self, run_id: int, keys: list[str]) -> int:
-    from .services import rankings_retrieve
+def chunk_retrieve_task(self, chunk_id: int) -> int:
+    from .services import chunk_retrieve
 
-    return rankings_retrieve(run_id, keys)
+    return chunk_retrieve(chunk_id, retry_on=TRANSIENT)
+
+
+@shared_task(ignore_result=True, time_limit=5 * 60)
+def chunks_reconcile_task() -> dict:
+    """Re-queue chunks of dead workers and lost messages (every minute under beat)."""
+    from .services import chunks_reconcile
+
+    r = chunks_reconcile()
+    return {"requeued": len(r.requeued), "failed": len(r.failed), "woken": len(r.woken)}

@@ -10,10 +10,10 @@ from django.core.management.base import CommandError
 
 from crowd.models import QueryVariant, Topic, TopicSet
 from retrieval import anserini
-from retrieval.models import Collection, Docid, Ranking, Run, RunQuery
+from retrieval.models import Collection, Docid, Ranking, Run, RunChunk, RunQuery
 from retrieval.rankings import unpack
 from retrieval.selectors import docid_strings, ranking_records
-from retrieval.services import RetrievalError, rankings_retrieve, run_create
+from retrieval.services import RetrievalError, chunk_retrieve, run_create
 
 pytestmark = pytest.mark.django_db
 
@@ -82,12 +82,17 @@ def test_run_create_queues_chunks_and_reuses_keys(cacm, topics, settings,
     assert len(callbacks) == 2
     keys = sorted(RunQuery.objects.filter(run=run).values_list("key", flat=True))
     assert len(set(keys)) == 4
-    # What the tasks do, run directly (twice: re-running replaces, never duplicates).
-    rankings_retrieve(run.id, keys[:3])
-    rankings_retrieve(run.id, keys[3:])
-    rankings_retrieve(run.id, keys[:3])
+    chunks = list(RunChunk.objects.filter(run=run))
+    assert [c.keys for c in chunks] == [keys[:3], keys[3:]]
+    # What the tasks do, run directly; a second delivery of a finished chunk does nothing.
+    assert chunk_retrieve(chunks[0].pk) == 3
     run.refresh_from_db()
-    assert (run.status, run.completed, run.tasks_done) == ("done", 4, 3)
+    assert (run.status, run.completed, run.tasks_done) == ("running", 3, 1)
+    assert chunk_retrieve(chunks[1].pk) == 1
+    assert chunk_retrieve(chunks[0].pk) == 0
+    run.refresh_from_db()
+    assert (run.status, run.completed, run.tasks_done, run.tasks_total) == ("done", 4, 2, 2)
+    assert {c.status for c in RunChunk.objects.filter(run=run)} == {"done"}
     assert Ranking.objects.filter(key__in=keys).count() == 4
     rq = RunQuery.objects.get(run=run, topic__topic_id="1")
     packed = unpack(rq.ranking.docids, rq.ranking.scores)
@@ -137,7 +142,9 @@ def test_variant_runs_group_by_normalised_text(cacm, topics, settings, tmp_path,
     assert len(long_q[0].query_text) <= 30
     keys = sorted({q.key for q in rows.values()})
     assert len(keys) == 3
-    rankings_retrieve(run.id, keys)
+    (chunk,) = RunChunk.objects.filter(run=run)
+    assert sorted(chunk.keys) == keys
+    chunk_retrieve(chunk.pk)
     run.refresh_from_db()
     assert (run.status, run.completed) == ("done", 4)
     empty = rows[("1", "the of")]
@@ -219,9 +226,9 @@ def test_retrieving_a_chunk_costs_a_bounded_number_of_queries(
     with django_capture_on_commit_callbacks(execute=False):
         run = run_create(topic_set_name="all", collection_name="cacm", model_name="bm25",
                          depth=1000, source="titles")
-    keys = list(RunQuery.objects.filter(run=run).values_list("key", flat=True))
+    (chunk,) = RunChunk.objects.filter(run=run)
     # 64 queries x up to 1,000 documents: the number of SQL queries does not grow with them
-    with django_assert_max_num_queries(20):
-        rankings_retrieve(run.id, keys)
+    with django_assert_max_num_queries(25):
+        chunk_retrieve(chunk.pk)
     run.refresh_from_db()
     assert (run.status, run.completed) == ("done", 64)

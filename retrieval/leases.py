@@ -1,0 +1,242 @@
+"""Leases on units of work: the database is the ledger, the broker only carries wake-ups.
+
+A unit of work (a retrieval chunk, a pool build) is a row with ``status`` (queued,
+running, done, failed), ``attempts`` (how often it was claimed), ``holder`` (``host:pid``
+of the process working on it), ``lease_expires``, ``woken`` / ``wakeups`` (when a wake-up
+message was last sent, and how many were) and ``error``.
+
+- :func:`claim` takes a unit for this process by compare-and-set: a queued unit, or a
+  running one whose holder is gone (its lease expired, or it names a process of this host
+  that no longer exists). A second delivery of a finished unit, or of one a live process
+  holds, claims nothing, so every task is idempotent under duplicate delivery.
+- :func:`renewing` renews the lease every third of ``JOB_LEASE_SECONDS`` while the work
+  runs, from a thread, so only a dead or stuck holder lets it expire.
+- :func:`release` ends a claim that raised: failed with the message, or queued again when
+  the caller will retry. Only the holder's own running claim is touched, so a unit that
+  another delivery finished (done) never becomes failed.
+- :func:`reconcile` re-queues units whose holder is gone, fails them with the reason once
+  they were claimed ``JOB_MAX_ATTEMPTS`` times, and wakes queued units whose wake-up
+  message is older than ``JOB_WAKEUP_AFTER`` (doubling with each resend): a message lost
+  by the broker, or a worker killed mid-task, never leaves work waiting for ever.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Callable
+
+from django.conf import settings
+from django.db import connection, connections, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+log = logging.getLogger(__name__)
+
+QUEUED, RUNNING, DONE, FAILED = "queued", "running", "done", "failed"
+STATUS_CHOICES = [(QUEUED, "queued"), (RUNNING, "running"), (DONE, "done"), (FAILED, "failed")]
+ERROR_MAX = 5000
+WAKEUP_BACKOFF_MAX = 5  # the resend interval doubles at most this many times
+
+
+def holder_name() -> str:
+    """This process as a lease holder: ``host:pid``."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def holder_dead(holder: str) -> bool:
+    """True when ``holder`` names a process of this host that no longer exists.
+
+    A holder on another host is never known dead here: its lease has to expire.
+    """
+    host, _, pid = holder.rpartition(":")
+    if not host or host != socket.gethostname() or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False  # a process of another user has that pid: alive
+    try:  # a zombie (killed, not yet reaped by its parent) is dead too
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] == b"Z"
+    except (OSError, IndexError):
+        return False
+
+
+def lease_seconds() -> int:
+    return max(3, int(settings.JOB_LEASE_SECONDS))
+
+
+def _lost(row: dict, now) -> str:
+    """Why the holder of a running unit is gone, or "" when it still holds it."""
+    holder = row["holder"] or "an unknown worker"
+    if row["holder"] and holder_dead(row["holder"]):
+        return f"its worker process {holder} died"
+    if row["lease_expires"] is None or row["lease_expires"] < now:
+        return (f"the lease of {holder} expired (the worker stopped, was killed or "
+                f"passed the task time limit)")
+    return ""
+
+
+def claim(model, pk, *, now=None) -> str | None:
+    """Take unit ``pk`` of ``model`` for this process; returns the holder name, or None
+    when there is nothing to do (finished, failed, held by a live process, or given up)."""
+    now = now or timezone.now()
+    row = (model.objects.filter(pk=pk)
+           .values("status", "holder", "lease_expires", "attempts").first())
+    if row is None or row["status"] in (DONE, FAILED):
+        return None
+    if row["status"] == RUNNING:
+        reason = _lost(row, now)
+        if not reason:
+            return None
+        if row["attempts"] >= settings.JOB_MAX_ATTEMPTS:
+            _give_up(model, pk, row, reason)
+            return None
+    me = holder_name()
+    won = model.objects.filter(
+        pk=pk, status=row["status"], holder=row["holder"], attempts=row["attempts"]
+    ).update(status=RUNNING, holder=me, attempts=row["attempts"] + 1,
+             lease_expires=now + timedelta(seconds=lease_seconds()))
+    return me if won else None
+
+
+def _give_up(model, pk, row, reason: str) -> bool:
+    message = f"failed after {row['attempts']} attempt(s): {reason}"
+    return bool(model.objects.filter(
+        pk=pk, status=RUNNING, holder=row["holder"], attempts=row["attempts"]
+    ).update(status=FAILED, holder="", lease_expires=None, error=message[:ERROR_MAX]))
+
+
+def renew(model, pk, holder: str) -> bool:
+    """Extend the lease; False when this holder no longer holds the unit."""
+    until = timezone.now() + timedelta(seconds=lease_seconds())
+    return bool(model.objects.filter(pk=pk, holder=holder, status=RUNNING)
+                .update(lease_expires=until))
+
+
+class Renewal:
+    """Renews a lease from a thread every third of ``JOB_LEASE_SECONDS`` until stopped.
+
+    Inside an open transaction (tests that roll back) no thread starts: a second
+    connection would wait on the row our own transaction has locked.
+    """
+
+    def __init__(self, model, pk, holder: str):
+        self.model, self.pk, self.holder = model, pk, holder
+        self._stop = threading.Event()
+        self._thread = None
+
+    def start(self) -> "Renewal":
+        if not connection.in_atomic_block:
+            self._thread = threading.Thread(
+                target=self._beat, name=f"lease-{self.model.__name__}-{self.pk}", daemon=True)
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=lease_seconds() / 3 + 5)
+
+    def _beat(self):
+        try:
+            while not self._stop.wait(lease_seconds() / 3):
+                try:
+                    if not renew(self.model, self.pk, self.holder):
+                        log.warning("%s %s: lease no longer held by %s",
+                                    self.model.__name__, self.pk, self.holder)
+                except Exception:  # a database hiccup: try again at the next beat
+                    log.exception("renewing the lease of %s %s", self.model.__name__, self.pk)
+        finally:
+            connections.close_all()  # this thread's connections only
+
+
+@contextmanager
+def renewing(model, pk, holder: str):
+    """Renew the lease while the block runs (see :class:`Renewal`)."""
+    renewal = Renewal(model, pk, holder).start()
+    try:
+        yield
+    finally:
+        renewal.stop()
+
+
+def release(model, pk, holder: str, message: str, *, retry: bool) -> bool:
+    """End this holder's claim after an error: queued again (``retry``; the caller sends
+    the next wake-up) or failed with ``message``. A unit finished meanwhile by another
+    delivery, or taken over, is left as it is."""
+    now = timezone.now()
+    mine = model.objects.filter(pk=pk, holder=holder, status=RUNNING)
+    if retry:
+        return bool(mine.update(status=QUEUED, holder="", lease_expires=None, woken=now,
+                                error=f"will retry: {message}"[:ERROR_MAX]))
+    return bool(mine.update(status=FAILED, holder="", lease_expires=None,
+                            error=message[:ERROR_MAX]))
+
+
+def fail_waiting(model, pk, message: str) -> bool:
+    """Fail a unit that waits for a retry which will not come (retries exhausted)."""
+    return bool(model.objects.filter(pk=pk, status=QUEUED)
+                .update(status=FAILED, error=message[:ERROR_MAX]))
+
+
+@dataclass
+class Reconciled:
+    """What :func:`reconcile` did, by primary key."""
+
+    requeued: list = field(default_factory=list)
+    failed: list = field(default_factory=list)
+    woken: list = field(default_factory=list)
+    reasons: dict = field(default_factory=dict)
+
+    def __bool__(self):
+        return bool(self.requeued or self.failed or self.woken)
+
+
+def reconcile(model, wake: Callable[[object], None], *, now=None) -> Reconciled:
+    """Re-queue or fail units whose holder is gone and wake queued units whose wake-up is
+    stale; ``wake(pk)`` sends a wake-up message once this transaction commits. Every change
+    is a compare-and-set, so concurrent reconcilers and workers never undo each other."""
+    now = now or timezone.now()
+    done = Reconciled()
+    after = timedelta(seconds=max(1, int(settings.JOB_WAKEUP_AFTER)))
+    with transaction.atomic():
+        running = model.objects.filter(status=RUNNING).values(
+            "pk", "holder", "lease_expires", "attempts")
+        for row in running:
+            reason = _lost(row, now)
+            if not reason:
+                continue
+            done.reasons[row["pk"]] = reason
+            if row["attempts"] >= settings.JOB_MAX_ATTEMPTS:
+                if _give_up(model, row["pk"], row, reason):
+                    done.failed.append(row["pk"])
+                continue
+            if model.objects.filter(
+                pk=row["pk"], status=RUNNING, holder=row["holder"], attempts=row["attempts"]
+            ).update(status=QUEUED, holder="", lease_expires=None, woken=now,
+                     error=f"attempt {row['attempts']} lost: {reason}"[:ERROR_MAX]):
+                done.requeued.append(row["pk"])
+        stale = model.objects.filter(status=QUEUED).filter(
+            Q(woken__isnull=True) | Q(woken__lt=now - after)).values("pk", "woken", "wakeups")
+        for row in stale:
+            wait = after * (2 ** min(row["wakeups"], WAKEUP_BACKOFF_MAX) // 2)
+            if row["woken"] is not None and row["woken"] > now - wait:
+                continue
+            if model.objects.filter(pk=row["pk"], status=QUEUED, woken=row["woken"]).update(
+                    woken=now, wakeups=row["wakeups"] + 1):
+                done.woken.append(row["pk"])
+        for pk in done.requeued + done.woken:
+            transaction.on_commit(lambda pk=pk: wake(pk))
+    for pk in done.requeued:
+        log.warning("%s %s re-queued: %s", model.__name__, pk, done.reasons[pk])
+    for pk in done.failed:
+        log.error("%s %s failed: %s", model.__name__, pk, done.reasons[pk])
+    return done

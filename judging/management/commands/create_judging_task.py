@@ -1,0 +1,46 @@
+"""python manage.py create_judging_task --pool P --name N --mode M [...]"""
+from django.core.management.base import BaseCommand, CommandError
+
+from judging import services
+from pooling.selectors import pool_get
+
+
+class Command(BaseCommand):
+    help = (
+        "Create a judging task over a pool: one item per pooled document, K slots each. "
+        "Assessors get leased batches of one topic at a time in the task's order."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--pool", required=True, help="pool name or id")
+        parser.add_argument("--name", required=True)
+        parser.add_argument("--mode", required=True, choices=["intent", "topic", "user"])
+        parser.add_argument("--scale", default="trec-web",
+                            choices=[*services.SCALES, "custom"])
+        parser.add_argument("--grades", default=None,
+                            help="custom scale: value:label:key,… e.g. '0:no:n,1:yes:y'")
+        parser.add_argument("--redundancy", type=int, default=None,
+                            help="K assessors per item (default 1; user mode: all users)")
+        parser.add_argument("--order", default="pool", choices=["pool", "mtf", "bandit"])
+        parser.add_argument("--batch", type=int, default=10)
+        parser.add_argument("--lease-minutes", type=int, default=30)
+        parser.add_argument("--assessors", default="", help="comma-separated; empty = open")
+        parser.add_argument("--per-topic", type=int, default=None,
+                            help="only each topic's first N documents (required in user mode)")
+
+    def handle(self, *args, **o):
+        try:
+            pool = pool_get(o["pool"])
+            redundancy = o["redundancy"]
+            if redundancy is None:
+                redundancy = 0 if o["mode"] == "user" else 1
+            task = services.judging_task_create(
+                pool=pool, name=o["name"], mode=o["mode"], scale=o["scale"],
+                custom_grades=o["grades"], redundancy=redundancy, order=o["order"],
+                batch=o["batch"], lease_minutes=o["lease_minutes"],
+                assessors=o["assessors"].split(","), per_topic=o["per_topic"])
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        self.stdout.write(
+            f"task {task.name!r}: {task.items_count} items × {task.redundancy} "
+            f"({task.mode} mode, {task.order} order)")

@@ -1,0 +1,232 @@
+"""Judgment sets (labels with history), judging tasks, and the assignment queue.
+
+A :class:`JudgmentSet` holds :class:`Label` rows: one per (topic, intent, docid, assessor,
+revision). Nothing is ever overwritten: a revision adds a row and moves the ``current``
+flag, so the history is kept and the latest revision counts. ``intent_id`` is ``""`` for a
+label made against the topic as a whole (no intent).
+
+A :class:`JudgingTask` judges the documents of a pool into its own judgment set. Its queue
+is one :class:`JudgingItem` per pooled (topic, document) — a page, whatever the number of
+intents graded on it — and K :class:`JudgingSlot` rows per item (K = redundancy). A slot is
+free, leased to one assessor until ``lease_expires``, or done. Because an item has exactly
+K slots and an assessor holds at most one slot of an item (a unique constraint), no item
+can ever go to more than K assessors nor twice to the same one, whatever the concurrency.
+"""
+from django.db import models
+from django.db.models import Q
+
+NO_INTENT = ""
+
+
+class JudgmentSet(models.Model):
+    """A named set of labels, filled by an import or by a judging task."""
+
+    SOURCE_IMPORT = "import"
+    SOURCE_TASK = "task"
+    SOURCE_CHOICES = [(SOURCE_IMPORT, "imported"), (SOURCE_TASK, "judging task")]
+
+    name = models.CharField(max_length=100, unique=True)
+    source = models.CharField(max_length=10, choices=SOURCE_CHOICES, default=SOURCE_IMPORT)
+    topic_set = models.ForeignKey(
+        "crowd.TopicSet", null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="judgment_sets",
+    )
+    format = models.CharField(max_length=20, blank=True, default="")
+    source_file = models.TextField(blank=True, default="")
+    checksum = models.CharField(max_length=64, blank=True, default="")
+    labels_count = models.PositiveIntegerField(default=0)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self):
+        return self.name
+
+
+class Label(models.Model):
+    """One grade given by one assessor to one document for one intent (or the topic).
+
+    ``grade`` is null when the assessor could not judge (``cannot_judge`` says why).
+    ``line`` is the line of the imported file (0 for a label made in a task); labels are
+    stored in the order they were made (file order for imports), and exports list items in
+    the order of their first label (lowest id). ``submit_key`` is the idempotency key of the submit that
+    wrote the label: a retried submit with the same key writes nothing.
+    """
+
+    judgment_set = models.ForeignKey(JudgmentSet, on_delete=models.CASCADE, related_name="labels")
+    topic_id = models.CharField(max_length=100)
+    intent_id = models.CharField(max_length=100, blank=True, default=NO_INTENT)
+    docid = models.CharField(max_length=255)
+    assessor = models.CharField(max_length=200)
+    grade = models.SmallIntegerField(null=True, blank=True)
+    cannot_judge = models.CharField(max_length=200, blank=True, default="")
+    rationale = models.TextField(blank=True, default="")
+    seconds = models.FloatField(null=True, blank=True)
+    created = models.DateTimeField()
+    revision = models.PositiveIntegerField(default=1)
+    current = models.BooleanField(default=True)
+    withdrawn = models.BooleanField(default=False)  # undone by the assessor
+    line = models.PositiveIntegerField(default=0)
+    submit_key = models.CharField(max_length=100, null=True, blank=True)
+    item = models.ForeignKey(
+        "JudgingItem", null=True, blank=True, on_delete=models.SET_NULL, related_name="labels"
+    )
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["judgment_set", "topic_id", "intent_id", "docid", "assessor", "revision"],
+                name="uniq_label_revision",
+            ),
+            models.UniqueConstraint(
+                fields=["judgment_set", "topic_id", "intent_id", "docid", "assessor"],
+                condition=Q(current=True),
+                name="uniq_label_current",
+            ),
+            models.UniqueConstraint(
+                fields=["judgment_set", "submit_key", "intent_id"],
+                condition=Q(submit_key__isnull=False),
+                name="uniq_label_submit_key",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["judgment_set", "topic_id"], name="label_set_topic"),
+            models.Index(fields=["item", "assessor"], name="label_item_assessor"),
+        ]
+
+
+class JudgingTask(models.Model):
+    """Judging the documents of a pool, into the judgment set of the same name."""
+
+    MODE_INTENT = "intent"
+    MODE_TOPIC = "topic"
+    MODE_USER = "user"
+    MODE_CHOICES = [
+        (MODE_INTENT, "each document against each intent of its topic"),
+        (MODE_TOPIC, "each document against the topic statement"),
+        (MODE_USER, "each worker against the statement they wrote a query for"),
+    ]
+    ORDER_POOL = "pool"
+    ORDER_MTF = "mtf"
+    ORDER_BANDIT = "bandit"
+    ORDER_CHOICES = [
+        (ORDER_POOL, "the pool's order"),
+        (ORDER_MTF, "move-to-front over the contributing rankings"),
+        (ORDER_BANDIT, "Bayesian bandit (maximum mean) over the contributing rankings"),
+    ]
+
+    name = models.CharField(max_length=100, unique=True)
+    pool = models.ForeignKey("pooling.Pool", on_delete=models.PROTECT, related_name="judging_tasks")
+    judgment_set = models.OneToOneField(JudgmentSet, on_delete=models.PROTECT, related_name="task")
+    mode = models.CharField(max_length=10, choices=MODE_CHOICES, default=MODE_INTENT)
+    scale = models.CharField(max_length=20, default="trec-web")
+    # [{"value": int, "label": str, "key": str}, ...] in display order
+    scale_grades = models.JSONField(default=list)
+    redundancy = models.PositiveSmallIntegerField(default=1)
+    order = models.CharField(max_length=10, choices=ORDER_CHOICES, default=ORDER_POOL)
+    batch = models.PositiveIntegerField(default=10)
+    lease_minutes = models.PositiveIntegerField(default=30)
+    # user mode: every user of a topic judges the topic's first N documents in pool order
+    per_topic = models.PositiveIntegerField(null=True, blank=True)
+    assessors = models.JSONField(default=list)  # empty: anyone the pages admit
+    items_count = models.PositiveIntegerField(default=0)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created", "-id"]
+
+    def __str__(self):
+        return self.name
+
+
+class TaskTopic(models.Model):
+    """One topic of a task: its intents and, for adaptive orders, its contributing
+    rankings as packed int32 item positions (``rankings``) cut by ``offsets``."""
+
+    task = models.ForeignKey(JudgingTask, on_delete=models.CASCADE, related_name="topics")
+    topic_id = models.CharField(max_length=100)
+    size = models.PositiveIntegerField(default=0)
+    intents = models.JSONField(default=list)
+    users = models.JSONField(default=list)  # user mode: the workers who may judge it
+    rankings = models.BinaryField(default=b"")
+    offsets = models.BinaryField(default=b"")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["task", "topic_id"], name="uniq_task_topic"),
+        ]
+        ordering = ["task", "topic_id"]
+
+
+class JudgingItem(models.Model):
+    """A pooled document of a task's topic; ``position`` is its 1-based pool rank."""
+
+    task = models.ForeignKey(JudgingTask, on_delete=models.CASCADE, related_name="items")
+    topic_id = models.CharField(max_length=100)
+    docid = models.CharField(max_length=255)
+    position = models.PositiveIntegerField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["task", "topic_id", "docid"], name="uniq_item_doc"),
+            models.UniqueConstraint(fields=["task", "topic_id", "position"], name="uniq_item_pos"),
+        ]
+
+
+class JudgingSlot(models.Model):
+    """One of the K judgments an item needs. Free, leased to an assessor, or done."""
+
+    FREE = "free"
+    LEASED = "leased"
+    DONE = "done"
+    STATE_CHOICES = [(FREE, "free"), (LEASED, "leased"), (DONE, "done")]
+
+    task = models.ForeignKey(JudgingTask, on_delete=models.CASCADE, related_name="slots")
+    item = models.ForeignKey(JudgingItem, on_delete=models.CASCADE, related_name="slots")
+    topic_id = models.CharField(max_length=100)
+    position = models.PositiveIntegerField()
+    slot_no = models.PositiveSmallIntegerField()
+    state = models.CharField(max_length=6, choices=STATE_CHOICES, default=FREE)
+    assessor = models.CharField(max_length=200, null=True, blank=True)
+    leased_at = models.DateTimeField(null=True, blank=True)
+    lease_expires = models.DateTimeField(null=True, blank=True)
+    done_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["item", "slot_no"], name="uniq_slot_no"),
+            models.UniqueConstraint(
+                fields=["item", "assessor"], condition=Q(assessor__isnull=False),
+                name="uniq_slot_item_assessor",
+            ),
+            models.CheckConstraint(
+                condition=Q(state="free", assessor__isnull=True)
+                | Q(state__in=["leased", "done"], assessor__isnull=False),
+                name="slot_state_assessor",
+            ),
+        ]
+        indexes = [
+            # the queue: free slots of a topic in priority order (partial: only free rows)
+            models.Index(fields=["task", "topic_id", "position", "slot_no"],
+                         condition=Q(state="free"), name="slot_free_queue"),
+            models.Index(fields=["task", "lease_expires"], condition=Q(state="leased"),
+                         name="slot_leased_expiry"),
+            models.Index(fields=["task", "assessor", "state"], name="slot_task_assessor"),
+        ]
+
+
+class TaskAssessor(models.Model):
+    """An assessor of a task; the row is locked to serialise one assessor's requests.
+    ``topic_id`` is the topic they work on now (empty: none yet)."""
+
+    task = models.ForeignKey(JudgingTask, on_delete=models.CASCADE, related_name="task_assessors")
+    assessor = models.CharField(max_length=200)
+    topic_id = models.CharField(max_length=100, blank=True, default="")
+    finished_topics = models.JSONField(default=list)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["task", "assessor"], name="uniq_task_assessor"),
+        ]

@@ -1,0 +1,180 @@
+"""Orders in which to judge the documents of one topic. Plain Python; no Django.
+
+Items are the 0-based positions of a topic's pooled documents in pool order. A
+*contributing ranking* is the array of item positions one ranking (a system run or a user
+variant's ranking), cut at the pool depth, placed in its own order; every item is in at
+least one of them.
+
+Adaptive orders are *replayed*: :func:`adaptive_order` runs the policy from the start,
+feeding it the relevance of every item already judged (``known``), and yields the items
+whose relevance is not known yet, in the order the policy reaches them. An item yielded
+this way gives the policy no feedback (it is still being judged), so the policy carries
+on as if nothing happened. Replaying from the judgments makes the order a function of the
+judgments alone: every assessor and every request sees the same order, and a judgment by
+any assessor changes it for all the others. With one assessor judging each yielded item
+before asking for the next, the replay is exactly the sequential policy.
+
+Policies (``feedback`` is True for relevant):
+
+``mtf``
+    Move-to-front, Cormack, Palmer & Clarke (SIGIR 1998), as restated by Losada, Parapar
+    & Barreiro (2016): every ranking starts with the same priority; the ranking of highest
+    priority gives its next document not yet reached through any ranking; a relevant
+    document keeps that ranking in front, a non-relevant one lowers its priority by one.
+    Ties between equal priorities go to the ranking that has held that priority longest
+    (first-in first-out), and initially to the ranking listed first.
+``bandit``
+    The Bayesian "maximum mean" bandit (MM) of Losada, Parapar & Barreiro (SAC 2016;
+    IP&M 2017), stationary version: ranking s has a Beta(1 + rel_s, 1 + nonrel_s)
+    posterior over the chance that its next document is relevant, rel_s and nonrel_s
+    counting the judged documents it has given (including documents first reached
+    through another ranking, which cost no judgment); the ranking with the largest
+    posterior mean (1 + rel_s) / (2 + rel_s + nonrel_s) is played, ties to the ranking
+    listed first. A ranking with no documents left is retired.
+
+Non-adaptive orders: ``pool`` (pool order, positions 0, 1, 2, ...) and ``depth``
+(:func:`depth_order`: by the shallowest rank at which any ranking placed the document,
+ties in pool order).
+"""
+from __future__ import annotations
+
+import heapq
+from typing import Iterator, Mapping, Sequence
+
+import numpy as np
+
+__all__ = [
+    "ADAPTIVE_ORDERS",
+    "adaptive_order",
+    "bandit_mean",
+    "depth_order",
+    "order_items",
+]
+
+ADAPTIVE_ORDERS = ("mtf", "bandit")
+
+
+def bandit_mean(rel: int, nonrel: int) -> float:
+    """Posterior mean of Beta(1 + rel, 1 + nonrel): (1 + rel) / (2 + rel + nonrel)."""
+    return (1.0 + rel) / (2.0 + rel + nonrel)
+
+
+def depth_order(min_rank: Sequence[int]) -> list[int]:
+    """Items by shallowest contributing rank, ties in pool order (a stable sort)."""
+    ranks = np.asarray(min_rank, dtype=np.int64)
+    return [int(i) for i in np.argsort(ranks, kind="stable")]
+
+
+class _Rankings:
+    """Cursors over the contributing rankings; ``next_unreached(s)`` skips items already
+    reached through any ranking and returns -1 when ranking s is exhausted."""
+
+    def __init__(self, rankings: Sequence[Sequence[int]], n_items: int):
+        self.rankings = [np.asarray(r, dtype=np.int64) for r in rankings]
+        self.cursor = [0] * len(self.rankings)
+        self.reached = np.zeros(n_items, dtype=bool)
+
+    def next_unreached(self, s: int) -> int:
+        r, c = self.rankings[s], self.cursor[s]
+        while c < len(r) and self.reached[r[c]]:
+            c += 1
+        self.cursor[s] = c
+        if c >= len(r):
+            return -1
+        self.cursor[s] = c + 1
+        item = int(r[c])
+        self.reached[item] = True
+        return item
+
+    def next_any(self, s: int) -> tuple[int, bool]:
+        """The next item of ranking s, reached before or not: (item, first time)."""
+        r, c = self.rankings[s], self.cursor[s]
+        if c >= len(r):
+            return -1, False
+        self.cursor[s] = c + 1
+        item = int(r[c])
+        first = not self.reached[item]
+        self.reached[item] = True
+        return item, first
+
+
+def _mtf(rk: _Rankings, known: Mapping[int, bool]) -> Iterator[int]:
+    n = len(rk.rankings)
+    # heap of (-priority, tick, ranking); the tick makes equal priorities first-in first-out
+    heap = [(0, s, s) for s in range(n)]
+    tick = n
+    while heap:
+        neg_p, _, s = heap[0]
+        item = rk.next_unreached(s)
+        if item < 0:
+            heapq.heappop(heap)
+            continue
+        rel = known.get(item)
+        if rel is None:
+            yield item  # still to be judged: no feedback, the same ranking stays in front
+        elif not rel:
+            heapq.heapreplace(heap, (neg_p + 1, tick, s))
+            tick += 1
+
+
+def _bandit(rk: _Rankings, known: Mapping[int, bool]) -> Iterator[int]:
+    n = len(rk.rankings)
+    rel = [0] * n
+    nonrel = [0] * n
+    live = list(range(n))
+    while live:
+        s = max(live, key=lambda k: (bandit_mean(rel[k], nonrel[k]), -k))
+        item, first = rk.next_any(s)
+        if item < 0:
+            live.remove(s)
+            continue
+        r = known.get(item)
+        if r is None:
+            if first:
+                yield item
+            continue
+        if r:
+            rel[s] += 1
+        else:
+            nonrel[s] += 1
+
+
+def adaptive_order(
+    order: str,
+    rankings: Sequence[Sequence[int]],
+    n_items: int,
+    known: Mapping[int, bool],
+) -> Iterator[int]:
+    """Items not in ``known``, in the order the policy ``order`` (mtf or bandit) reaches
+    them given the relevance of the items in ``known``; then any item no ranking holds,
+    in pool order. Lazy: take only as many as needed."""
+    rk = _Rankings(rankings, n_items)
+    if order == "mtf":
+        gen = _mtf(rk, known)
+    elif order == "bandit":
+        gen = _bandit(rk, known)
+    else:
+        raise ValueError(f"adaptive order must be one of {ADAPTIVE_ORDERS}, not {order!r}")
+    yield from gen
+    for item in np.flatnonzero(~rk.reached):
+        if int(item) not in known:
+            yield int(item)
+
+
+def order_items(
+    order: str,
+    *,
+    n_items: int,
+    rankings: Sequence[Sequence[int]] = (),
+    min_rank: Sequence[int] | None = None,
+    known: Mapping[int, bool] | None = None,
+) -> Iterator[int]:
+    """Every item not in ``known`` in the order ``order`` (pool, depth, mtf, bandit)."""
+    known = known or {}
+    if order == "pool":
+        return (i for i in range(n_items) if i not in known)
+    if order == "depth":
+        if min_rank is None:
+            raise ValueError("the depth order needs each item's shallowest rank")
+        return (i for i in depth_order(min_rank) if i not in known)
+    return adaptive_order(order, rankings, n_items, known)

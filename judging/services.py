@@ -1,0 +1,654 @@
+"""Writes of the judging app: imports, judging tasks, the assignment queue, judgments.
+
+The contract pages and commands rely on (every function raises ``ValueError`` subclasses
+with a message a person can act on, never returns ``None`` on failure):
+
+- :func:`judgments_import` — a judgment file into a new judgment set, all or nothing.
+- :func:`judging_task_create` — a task over a pool: its judgment set, items and K slots
+  per item.
+- :func:`batch_lease` — the assessor's current batch: the live leases they hold, else the
+  next ``task.batch`` items of their topic in the task's priority order, leased for
+  ``task.lease_minutes``. An empty list means nothing is left for this assessor.
+- :func:`judgment_submit` — the grades of one leased (or already judged: a revision) item;
+  idempotent per ``submit_key`` (give every rendered form a fresh key: a double or retried
+  submit of that form writes nothing and returns the labels of the first).
+- :func:`judgment_undo` — withdraw the assessor's latest revision of an item: the previous
+  revision counts again, or, if there was none, the item is leased to them again.
+- :func:`leases_expire` — return expired leases to the queue (also done by every lease).
+
+Guarantees of the queue, on PostgreSQL under any concurrency and on SQLite (where writers
+are serialised): an item is held (leased or done) by at most K assessors, because it has K
+slot rows; never twice by one assessor (unique (item, assessor) on slots); slots are
+claimed with ``SELECT … FOR UPDATE SKIP LOCKED`` and the claim only updates rows still
+free, so two assessors never get the same slot; one assessor's requests are serialised by
+locking their :class:`~judging.models.TaskAssessor` row. An expired lease is forgotten:
+its slot returns to the queue and may go to anyone, the same assessor included (they
+never judged it).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Iterable, Mapping
+
+import numpy as np
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Count, Exists, Max, OuterRef
+from django.utils import timezone
+
+from common.fileio import clean_name, file_sha256
+
+from . import labelfiles, priority
+from .models import (
+    NO_INTENT,
+    JudgingItem,
+    JudgingSlot,
+    JudgingTask,
+    JudgmentSet,
+    Label,
+    TaskAssessor,
+    TaskTopic,
+)
+
+LABEL_BATCH = 5000
+MAX_REDUNDANCY = 50
+
+SCALES: dict[str, list[dict]] = {
+    "trec-web": [
+        {"value": -2, "label": "junk", "key": "j"},
+        {"value": 0, "label": "not relevant", "key": "0"},
+        {"value": 1, "label": "relevant", "key": "1"},
+        {"value": 2, "label": "highly relevant", "key": "2"},
+        {"value": 3, "label": "key", "key": "3"},
+        {"value": 4, "label": "navigational", "key": "4"},
+    ],
+    "binary": [
+        {"value": 0, "label": "not relevant", "key": "0"},
+        {"value": 1, "label": "relevant", "key": "1"},
+    ],
+    "graded3": [
+        {"value": 0, "label": "not relevant", "key": "0"},
+        {"value": 1, "label": "relevant", "key": "1"},
+        {"value": 2, "label": "highly relevant", "key": "2"},
+    ],
+}
+
+
+class QueueError(ValueError):
+    """A request the queue refuses (not an assessor of the task, item not theirs, …)."""
+
+
+class LeaseLost(QueueError):
+    """The assessor's lease on the item expired and its slots went to other assessors."""
+
+
+# --- imports ------------------------------------------------------------------------------
+
+
+def judgments_import(path, *, format: str, name: str, topic_set_name: str | None = None,
+                     assessor: str = "nist") -> JudgmentSet:
+    """A judgment file (see :mod:`judging.labelfiles`) as a new judgment set.
+
+    All or nothing: the whole file is read and checked before anything is stored; the first
+    bad line raises :class:`common.fileio.InputError` naming the file and line. With
+    ``topic_set_name`` every topic must be a topic of that set (and every intent one of
+    its intents). A repeated label by the same assessor is a later revision.
+    """
+    name = clean_name(name, "judgment set name")
+    if JudgmentSet.objects.filter(name=name).exists():
+        raise ValueError(f"a judgment set named {name!r} already exists")
+    path = Path(path)
+    records = list(labelfiles.read_labels(path, format, assessor=assessor))
+    if not records:
+        raise ValueError(f"{path}: no judgments found")
+    topic_set = None
+    if topic_set_name is not None:
+        from crowd.selectors import topic_list, topic_set_get
+
+        topic_set = topic_set_get(topic_set_name)
+        intents = {t.topic_id: {i.intent_id for i in t.intents.all()}
+                   for t in topic_list(topic_set_name)}
+        for r in records:
+            if r.topic_id not in intents:
+                raise ValueError(f"{path}, line {r.line}: topic {r.topic_id!r} is not in topic "
+                                 f"set {topic_set_name!r}")
+            if r.intent_id and r.intent_id not in intents[r.topic_id]:
+                raise ValueError(f"{path}, line {r.line}: topic {r.topic_id!r} of topic set "
+                                 f"{topic_set_name!r} has no intent {r.intent_id!r}")
+    # revisions: the n-th label of one key by one assessor is revision n; the last counts
+    count: dict[tuple, int] = {}
+    for r in records:
+        key = (r.topic_id, r.intent_id, r.docid, r.assessor)
+        count[key] = count.get(key, 0) + 1
+    seen: dict[tuple, int] = {}
+    now = timezone.now()
+    checksum = file_sha256(path)
+    with transaction.atomic():
+        jset = JudgmentSet.objects.create(
+            name=name, source=JudgmentSet.SOURCE_IMPORT, topic_set=topic_set, format=format,
+            source_file=path.name, checksum=checksum, labels_count=len(records))
+
+        def rows():
+            for r in records:
+                key = (r.topic_id, r.intent_id, r.docid, r.assessor)
+                rev = seen[key] = seen.get(key, 0) + 1
+                yield (jset.pk, r.topic_id, r.intent_id, r.docid, r.assessor, r.grade, "", "",
+                       now, rev, rev == count[key], False, r.line)
+
+        _rows_insert(Label, ("judgment_set", "topic_id", "intent_id", "docid", "assessor",
+                             "grade", "cannot_judge", "rationale", "created", "revision",
+                             "current", "withdrawn", "line"), rows())
+    return jset
+
+
+def _rows_insert(model, fields: tuple[str, ...], rows: Iterable[tuple]) -> None:
+    """Insert many rows (values in ``fields`` order; foreign keys as ids). PostgreSQL:
+    one COPY (Django's ``bulk_create`` builds an object and parameters per row, ~10x
+    slower); elsewhere ``bulk_create`` in batches."""
+    columns = [model._meta.get_field(f).column for f in fields]
+    if connection.vendor != "postgresql":
+        batch = []
+        for row in rows:
+            batch.append(model(**dict(zip(columns, row))))
+            if len(batch) >= LABEL_BATCH:
+                model.objects.bulk_create(batch)
+                batch = []
+        model.objects.bulk_create(batch)
+        return
+    ops = connection.ops
+    sql = (f"COPY {ops.quote_name(model._meta.db_table)} "
+           f"({', '.join(ops.quote_name(c) for c in columns)}) FROM STDIN")
+    with connection.cursor() as cursor, cursor.cursor.copy(sql) as copy:
+        for row in rows:
+            copy.write_row(row)
+
+
+def judgment_set_delete(jset: JudgmentSet) -> None:
+    if hasattr(jset, "task"):
+        raise ValueError(f"judgment set {jset.name!r} belongs to judging task "
+                         f"{jset.task.name!r}; delete the task first")
+    with transaction.atomic():
+        jset.delete()
+
+
+# --- tasks --------------------------------------------------------------------------------
+
+
+def scale_grades(scale: str, custom: str | None = None) -> list[dict]:
+    """The grades of a named scale, or of ``custom`` = ``"value:label:key,…"`` (scale
+    ``custom``). Values and keys must be unique; keys are single characters."""
+    if scale != "custom":
+        if custom:
+            raise ValueError("--grades is only for --scale custom")
+        if scale not in SCALES:
+            raise ValueError(f"scale must be one of {', '.join(SCALES)} or custom, not {scale!r}")
+        return [dict(g) for g in SCALES[scale]]
+    if not custom:
+        raise ValueError("a custom scale needs its grades: value:label:key,… "
+                         "(e.g. '0:not relevant:n,1:relevant:r')")
+    grades, values, keys = [], set(), set()
+    for n, part in enumerate(custom.split(","), 1):
+        bits = part.split(":")
+        if len(bits) != 3:
+            raise ValueError(f"grade {n} ({part!r}) must be value:label:key")
+        value_s, label, key = (b.strip() for b in bits)
+        try:
+            value = int(value_s)
+        except ValueError:
+            raise ValueError(f"grade {n}: value {value_s!r} is not a whole number") from None
+        if not -32768 <= value <= 32767:
+            raise ValueError(f"grade {n}: value {value} is out of range")
+        if not label:
+            raise ValueError(f"grade {n}: empty label")
+        if len(key) != 1 or key.isspace():
+            raise ValueError(f"grade {n}: key {key!r} must be one character")
+        if value in values or key in keys:
+            raise ValueError(f"grade {n}: value {value} or key {key!r} is used twice")
+        values.add(value)
+        keys.add(key)
+        grades.append({"value": value, "label": label, "key": key})
+    if len(grades) < 2:
+        raise ValueError("a scale needs at least two grades")
+    return grades
+
+
+def judging_task_create(
+    *,
+    pool,
+    name: str,
+    mode: str = JudgingTask.MODE_INTENT,
+    scale: str = "trec-web",
+    custom_grades: str | None = None,
+    redundancy: int = 1,
+    order: str = JudgingTask.ORDER_POOL,
+    batch: int = 10,
+    lease_minutes: int = 30,
+    assessors: Iterable[str] = (),
+    per_topic: int | None = None,
+) -> JudgingTask:
+    """A judging task over a finished pool, with its judgment set (same name), one item per
+    pooled document (the first ``per_topic`` of each topic when given; required in user
+    mode) and ``redundancy`` slots per item.
+
+    ``intent`` mode needs every topic to have intents (imported with the topics);
+    ``topic`` mode grades each document once against the topic statement. ``user`` mode
+    grades against the statement a worker wrote a query for: only the topic's workers
+    (variant worker ids) may lease its items, and every one of them judges the same
+    ``per_topic`` documents (``redundancy`` defaults to the largest number of workers of a
+    topic).
+    """
+    from crowd.selectors import topic_list
+    from pooling.selectors import pool_documents
+
+    name = clean_name(name, "task name")
+    modes = [m for m, _ in JudgingTask.MODE_CHOICES]
+    if mode not in modes:
+        raise ValueError(f"mode must be one of {', '.join(modes)}, not {mode!r}")
+    orders = [o for o, _ in JudgingTask.ORDER_CHOICES]
+    if order not in orders:
+        raise ValueError(f"order must be one of {', '.join(orders)}, not {order!r}")
+    grades = scale_grades(scale, custom_grades)
+    for value, what, low in ((batch, "batch", 1), (lease_minutes, "lease minutes", 1)):
+        if int(value) < low:
+            raise ValueError(f"{what} must be at least {low}")
+    if per_topic is not None and per_topic < 1:
+        raise ValueError("per-topic must be at least 1")
+    if mode == JudgingTask.MODE_USER and per_topic is None:
+        raise ValueError("user mode needs --per-topic N: every user of a topic judges its first N")
+    assessors = sorted({clean_name(a.strip(), "assessor") for a in assessors if a.strip()})
+    if JudgingTask.objects.filter(name=name).exists() or JudgmentSet.objects.filter(
+            name=name).exists():
+        raise ValueError(f"a judging task or judgment set named {name!r} already exists")
+    if pool.status != "done":
+        raise ValueError(f"pool {pool.label} is {pool.status}, not done; build it first")
+
+    topics = {t.topic_id: t for t in topic_list(pool.topic_set.name)}
+    docs_by_topic: dict[str, list[str]] = {}
+    for d in pool_documents(pool):
+        docs = docs_by_topic.setdefault(d.topic_id, [])
+        if per_topic is None or len(docs) < per_topic:
+            docs.append(d.docid)
+    if not docs_by_topic:
+        raise ValueError(f"pool {pool.label} has no documents")
+    intents: dict[str, list[str]] = {}
+    users: dict[str, list[str]] = {}
+    for topic_id in docs_by_topic:
+        topic = topics.get(topic_id)
+        if mode == JudgingTask.MODE_INTENT:
+            ids = [i.intent_id for i in topic.intents.all()] if topic else []
+            if not ids:
+                raise ValueError(f"topic {topic_id} has no intents; import the topics with "
+                                 "their intents, or use --mode topic")
+            intents[topic_id] = ids
+        else:
+            intents[topic_id] = [NO_INTENT]
+        if mode == JudgingTask.MODE_USER:
+            users[topic_id] = sorted({v.worker_id for v in topic.variants.all() if v.worker_id}
+                                     if topic else set())
+    if mode == JudgingTask.MODE_USER:
+        if not any(users.values()):
+            raise ValueError("user mode needs query variants with worker ids; none found")
+        if redundancy in (None, 0):
+            redundancy = max(len(u) for u in users.values())
+    redundancy = 1 if redundancy is None else int(redundancy)
+    if not 1 <= redundancy <= MAX_REDUNDANCY:
+        raise ValueError(f"redundancy must be between 1 and {MAX_REDUNDANCY}")
+
+    rankings = _task_rankings(pool, docs_by_topic) if order in priority.ADAPTIVE_ORDERS else {}
+    with transaction.atomic():
+        jset = JudgmentSet.objects.create(name=name, source=JudgmentSet.SOURCE_TASK,
+                                          topic_set=pool.topic_set, format=mode)
+        task = JudgingTask.objects.create(
+            name=name, pool=pool, judgment_set=jset, mode=mode, scale=scale,
+            scale_grades=grades, redundancy=redundancy, order=order, batch=batch,
+            lease_minutes=lease_minutes, per_topic=per_topic, assessors=assessors,
+            items_count=sum(len(d) for d in docs_by_topic.values()))
+        for topic_id, docs in docs_by_topic.items():
+            ranks, offsets = rankings.get(topic_id, ([], [0]))
+            TaskTopic.objects.create(
+                task=task, topic_id=topic_id, size=len(docs), intents=intents[topic_id],
+                users=users.get(topic_id, []),
+                rankings=np.asarray(ranks, dtype="<i4").tobytes(),
+                offsets=np.asarray(offsets, dtype="<i4").tobytes())
+        _rows_insert(JudgingItem, ("task", "topic_id", "docid", "position"), (
+            (task.pk, topic_id, docid, pos)
+            for topic_id, docs in docs_by_topic.items() for pos, docid in enumerate(docs, 1)))
+        _slots_create(task, redundancy)
+    return task
+
+
+def _slots_create(task: JudgingTask, k: int) -> None:
+    """K free slots per item, in one INSERT … SELECT (no Python loop over items)."""
+    slot_t = JudgingSlot._meta.db_table
+    item_t = JudgingItem._meta.db_table
+    numbers = " UNION ALL ".join(f"SELECT {n} AS n" for n in range(k))
+    with connection.cursor() as cur:
+        cur.execute(
+            f"INSERT INTO {slot_t} (task_id, item_id, topic_id, position, slot_no, state) "
+            f"SELECT i.task_id, i.id, i.topic_id, i.position, k.n, %s "
+            f"FROM {item_t} i CROSS JOIN ({numbers}) k WHERE i.task_id = %s",
+            [JudgingSlot.FREE, task.pk])
+
+
+def _task_rankings(pool, docs_by_topic: dict[str, list[str]]):
+    """``{topic: (concatenated 0-based item positions, offsets)}`` of the contributing
+    rankings, each cut at the pool depth and kept to the task's documents."""
+    from .selectors import pool_contributing_rankings
+
+    out = {}
+    for topic_id, rankings in pool_contributing_rankings(pool).items():
+        n = len(docs_by_topic.get(topic_id, ()))
+        if not n:
+            continue
+        kept = [r[r < n] for r in rankings]
+        offsets = np.concatenate([[0], np.cumsum([len(r) for r in kept])]).astype(np.int64)
+        flat = np.concatenate(kept) if kept else np.zeros(0, np.int64)
+        out[topic_id] = (flat, offsets)
+    return out
+
+
+# --- the queue ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LeasedItem:
+    """One item of an assessor's batch: grade it for each of ``intents`` ("" = the topic
+    statement) before ``lease_expires``."""
+
+    slot_id: int
+    item_id: int
+    topic_id: str
+    docid: str
+    position: int
+    intents: tuple[str, ...]
+    lease_expires: datetime
+
+
+def _check_assessor(task: JudgingTask, assessor: str) -> str:
+    if not assessor or not str(assessor).strip():
+        raise QueueError("an assessor name is required")
+    if task.assessors and assessor not in task.assessors:
+        raise QueueError(f"{assessor!r} is not an assessor of task {task.name!r}")
+    return assessor
+
+
+def _locked_assessor(task: JudgingTask, assessor: str) -> TaskAssessor:
+    """The assessor's row, created on first use, locked until the transaction ends."""
+    try:
+        with transaction.atomic():
+            TaskAssessor.objects.get_or_create(task=task, assessor=assessor)
+    except IntegrityError:
+        pass  # created concurrently by another request of the same assessor
+    return TaskAssessor.objects.select_for_update().get(task=task, assessor=assessor)
+
+
+def leases_expire(task: JudgingTask, now: datetime | None = None) -> int:
+    """Return leases past their expiry to the queue; the number returned. Rows another
+    transaction holds are skipped (they are being judged or claimed right now)."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        ids = list(JudgingSlot.objects.select_for_update(skip_locked=True)
+                   .filter(task=task, state=JudgingSlot.LEASED, lease_expires__lt=now)
+                   .values_list("id", flat=True))
+        if not ids:
+            return 0
+        return JudgingSlot.objects.filter(id__in=ids, state=JudgingSlot.LEASED).update(
+            state=JudgingSlot.FREE, assessor=None, leased_at=None, lease_expires=None)
+
+
+def _leased_items(task: JudgingTask, slot_ids: list[int]) -> list[LeasedItem]:
+    intents = dict(TaskTopic.objects.filter(task=task).values_list("topic_id", "intents"))
+    rows = (JudgingSlot.objects.filter(id__in=slot_ids)
+            .order_by("topic_id", "leased_at", "id")
+            .values_list("id", "item_id", "topic_id", "item__docid", "position", "lease_expires"))
+    return [LeasedItem(s, i, t, d, p, tuple(intents.get(t, [NO_INTENT])), e)
+            for s, i, t, d, p, e in rows]
+
+
+def batch_lease(task: JudgingTask, assessor: str, *, now: datetime | None = None
+                ) -> list[LeasedItem]:
+    """The assessor's batch (see the module docstring). The assessor stays on one topic
+    until it has nothing left for them, then moves to the topic with the fewest assessors
+    working on it (ties by topic id), topics they have not finished first."""
+    _check_assessor(task, assessor)
+    now = now or timezone.now()
+    leases_expire(task, now)
+    with transaction.atomic():
+        ta = _locked_assessor(task, assessor)
+        live = list(JudgingSlot.objects.filter(
+            task=task, assessor=assessor, state=JudgingSlot.LEASED, lease_expires__gt=now)
+            .values_list("id", flat=True))
+        if live:
+            return _leased_items(task, live)
+        tried: set[str] = set()
+        topic = ta.topic_id
+        while True:
+            if topic:
+                tried.add(topic)
+                slot_ids = _claim(task, topic, assessor, now)
+                if slot_ids:
+                    ta.topic_id = topic
+                    ta.save(update_fields=["topic_id"])
+                    return _leased_items(task, slot_ids)
+                if topic not in ta.finished_topics:
+                    ta.finished_topics = sorted(set(ta.finished_topics) | {topic})
+            topic = _next_topic(task, ta, tried)
+            if topic is None:
+                ta.topic_id = ""
+                ta.save(update_fields=["topic_id", "finished_topics"])
+                return []
+
+
+def _next_topic(task: JudgingTask, ta: TaskAssessor, tried: set[str]) -> str | None:
+    free = JudgingSlot.objects.filter(task=task, topic_id=OuterRef("topic_id"),
+                                      state=JudgingSlot.FREE)
+    topics = TaskTopic.objects.filter(task=task).annotate(has_free=Exists(free)).filter(
+        has_free=True)
+    if task.mode == JudgingTask.MODE_USER:
+        candidates = [t for t, u in topics.values_list("topic_id", "users") if ta.assessor in u]
+    else:
+        candidates = list(topics.values_list("topic_id", flat=True))
+    load = dict(TaskAssessor.objects.filter(task=task).exclude(topic_id="").exclude(
+        pk=ta.pk).values_list("topic_id").annotate(n=Count("id")).values_list("topic_id", "n"))
+    finished = set(ta.finished_topics)
+    candidates = [t for t in candidates if t not in tried]
+    if not candidates:
+        return None
+    return min(candidates, key=lambda t: (t in finished, load.get(t, 0), t))
+
+
+def _free_for(task: JudgingTask, topic: str, assessor: str):
+    mine = JudgingSlot.objects.filter(item_id=OuterRef("item_id"), assessor=assessor)
+    return (JudgingSlot.objects.filter(task=task, topic_id=topic, state=JudgingSlot.FREE)
+            .filter(~Exists(mine)))
+
+
+def _claim(task: JudgingTask, topic: str, assessor: str, now: datetime) -> list[int]:
+    """Lease up to ``task.batch`` items of a topic to the assessor; their slot ids."""
+    want = task.batch
+    if task.order in priority.ADAPTIVE_ORDERS:
+        chosen = _pick_adaptive(task, topic, assessor, want)
+    else:
+        rows = list(_free_for(task, topic, assessor).order_by("position", "slot_no")
+                    .select_for_update(skip_locked=True)
+                    .values_list("id", "item_id")[: want * task.redundancy])
+        chosen = _first_per_item(rows, want)
+    if not chosen:
+        return []
+    updated = JudgingSlot.objects.filter(id__in=chosen, state=JudgingSlot.FREE).update(
+        state=JudgingSlot.LEASED, assessor=assessor, leased_at=now,
+        lease_expires=now + timedelta(minutes=task.lease_minutes))
+    if updated != len(chosen):  # only possible without row locks; the caller may retry
+        raise QueueError("the queue changed while leasing; ask again")
+    return chosen
+
+
+def _first_per_item(rows, want: int) -> list[int]:
+    chosen, items = [], set()
+    for slot_id, item_id in rows:
+        if item_id not in items:
+            items.add(item_id)
+            chosen.append(slot_id)
+            if len(chosen) >= want:
+                break
+    return chosen
+
+
+def _pick_adaptive(task: JudgingTask, topic: str, assessor: str, want: int) -> list[int]:
+    from .selectors import topic_relevance_known
+
+    tt = TaskTopic.objects.get(task=task, topic_id=topic)
+    ranks = np.frombuffer(bytes(tt.rankings), dtype="<i4")
+    offsets = np.frombuffer(bytes(tt.offsets), dtype="<i4")
+    rankings = [ranks[offsets[k]:offsets[k + 1]] for k in range(len(offsets) - 1)]
+    known = topic_relevance_known(task, topic)
+    order = priority.adaptive_order(task.order, rankings, tt.size, known)
+    chosen: list[int] = []
+    items: set[int] = set()
+    chunk = max(4 * want, 32)
+    while len(chosen) < want:
+        positions = [p + 1 for _, p in zip(range(chunk), order)]
+        if not positions:
+            break
+        rank_of = {p: r for r, p in enumerate(positions)}
+        rows = list(_free_for(task, topic, assessor).filter(position__in=positions)
+                    .select_for_update(skip_locked=True)
+                    .values_list("id", "item_id", "position", "slot_no"))
+        rows.sort(key=lambda r: (rank_of[r[2]], r[3]))
+        for slot_id, item_id, _, _ in rows:
+            if item_id not in items:
+                items.add(item_id)
+                chosen.append(slot_id)
+                if len(chosen) >= want:
+                    break
+        chunk *= 2
+    return chosen
+
+
+# --- judgments ----------------------------------------------------------------------------
+
+
+def judgment_submit(
+    task: JudgingTask,
+    assessor: str,
+    item_id: int,
+    grades: Mapping[str, int | None],
+    *,
+    submit_key: str,
+    seconds: float | None = None,
+    rationale: str = "",
+    cannot_judge: str = "",
+    now: datetime | None = None,
+) -> list[Label]:
+    """Record the assessor's grades of one item: ``{intent id: grade}`` with every intent of
+    the item's topic (``""`` in topic and user modes), each a value of the task's scale; or
+    ``cannot_judge`` (a reason) with no grades. The first submit of an item completes the
+    assessor's slot; a later one is a new revision (the previous stays in the history).
+
+    Idempotent: a submit whose ``submit_key`` was already recorded writes nothing and
+    returns the labels recorded then. A submit after the lease expired is accepted while
+    a slot of the item is still free or still the assessor's; else :class:`LeaseLost`.
+    """
+    _check_assessor(task, assessor)
+    if not submit_key or len(submit_key) > 100:
+        raise QueueError("a submit key (1 to 100 characters) is required")
+    if seconds is not None and (not math.isfinite(seconds) or seconds < 0):
+        raise QueueError("seconds must be a non-negative number")
+    now = now or timezone.now()
+    with transaction.atomic():
+        _locked_assessor(task, assessor)
+        done = list(Label.objects.filter(judgment_set_id=task.judgment_set_id,
+                                         submit_key=submit_key).order_by("id"))
+        if done:
+            if done[0].assessor != assessor or done[0].item_id != item_id:
+                raise QueueError("this submit key was used for another item or assessor")
+            return done
+        try:
+            item = JudgingItem.objects.get(pk=item_id, task=task)
+        except JudgingItem.DoesNotExist:
+            raise QueueError(f"task {task.name!r} has no item {item_id}") from None
+        intents = TaskTopic.objects.get(task=task, topic_id=item.topic_id).intents
+        values = _checked_grades(task, intents, grades, cannot_judge)
+        slot = (JudgingSlot.objects.select_for_update()
+                .filter(item=item, assessor=assessor).first())
+        if slot is None:
+            slot = (JudgingSlot.objects.select_for_update(skip_locked=True)
+                    .filter(item=item, state=JudgingSlot.FREE).order_by("slot_no").first())
+            if task.mode == JudgingTask.MODE_USER and assessor not in TaskTopic.objects.get(
+                    task=task, topic_id=item.topic_id).users:
+                slot = None
+            if slot is None:
+                raise LeaseLost(f"your lease on document {item.docid} expired and it has "
+                                "gone to other assessors; it needs no judgment from you")
+        if slot.state != JudgingSlot.DONE:
+            JudgingSlot.objects.filter(pk=slot.pk).update(
+                state=JudgingSlot.DONE, assessor=assessor, done_at=now,
+                leased_at=slot.leased_at or now)
+        mine = Label.objects.filter(item=item, assessor=assessor)
+        revision = (mine.aggregate(m=Max("revision"))["m"] or 0) + 1
+        mine.filter(current=True).update(current=False)
+        labels = [Label(judgment_set_id=task.judgment_set_id, topic_id=item.topic_id,
+                        intent_id=intent, docid=item.docid, assessor=assessor, grade=grade,
+                        cannot_judge=cannot_judge, rationale=rationale, seconds=seconds,
+                        created=now, revision=revision, current=True, submit_key=submit_key,
+                        item=item)
+                  for intent, grade in values]
+        Label.objects.bulk_create(labels)
+        return list(Label.objects.filter(judgment_set_id=task.judgment_set_id,
+                                         submit_key=submit_key).order_by("id"))
+
+
+def _checked_grades(task, intents, grades, cannot_judge) -> list[tuple[str, int | None]]:
+    if cannot_judge:
+        if len(cannot_judge) > 200:
+            raise QueueError("the reason for not judging is at most 200 characters")
+        return [(i, None) for i in intents]
+    allowed = {g["value"] for g in task.scale_grades}
+    got = {str(k): v for k, v in grades.items()}
+    missing = [i for i in intents if i not in got]
+    extra = [k for k in got if k not in intents]
+    if missing or extra:
+        raise QueueError(
+            "grade every intent of the topic exactly once"
+            + (f"; missing {', '.join(repr(m) for m in missing)}" if missing else "")
+            + (f"; not intents of the topic: {', '.join(repr(e) for e in extra)}" if extra else ""))
+    out = []
+    for i in intents:
+        v = got[i]
+        try:
+            v = int(v)
+        except (TypeError, ValueError):
+            raise QueueError(f"grade {v!r} for intent {i!r} is not a number") from None
+        if v not in allowed:
+            raise QueueError(f"grade {v} is not on the task's scale ({sorted(allowed)})")
+        out.append((i, v))
+    return out
+
+
+def judgment_undo(task: JudgingTask, assessor: str, item_id: int, *,
+                  now: datetime | None = None) -> list[Label]:
+    """Withdraw the assessor's current revision of an item (it stays in the history, no
+    longer current). The revision before it counts again and is returned; with none, the
+    item is leased to the assessor again for ``task.lease_minutes`` and ``[]`` returned."""
+    _check_assessor(task, assessor)
+    now = now or timezone.now()
+    with transaction.atomic():
+        _locked_assessor(task, assessor)
+        labels = Label.objects.filter(item_id=item_id, assessor=assessor,
+                                      judgment_set_id=task.judgment_set_id)
+        current = list(labels.filter(current=True))
+        if not current:
+            raise QueueError("you have no judgment of this item to undo")
+        rev = current[0].revision
+        labels.filter(current=True).update(current=False, withdrawn=True)
+        earlier = (labels.filter(revision__lt=rev, withdrawn=False)
+                   .aggregate(m=Max("revision"))["m"])
+        if earlier:
+            labels.filter(revision=earlier).update(current=True)
+            return list(labels.filter(current=True).order_by("id"))
+        JudgingSlot.objects.filter(item_id=item_id, assessor=assessor).update(
+            state=JudgingSlot.LEASED, done_at=None, leased_at=now,
+            lease_expires=now + timedelta(minutes=task.lease_minutes))
+        return []

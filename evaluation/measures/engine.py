@@ -19,9 +19,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import adhoc, diversity, ntcir
-from .runs import NONPOOL, PAD, PAD_CODE, UNJUDGED, EvaluationInputError, Qrels, RunSet
+from .runs import NONPOOL, PAD, PAD_CODE, UNJUDGED, EvaluationInputError, Qrels, RunSet, topic_sort_key
 
-__all__ = ["MeasureSpec", "parse_measures", "evaluate_runs", "MEASURES"]
+__all__ = ["MeasureSpec", "parse_measures", "check_measures", "evaluate_runs", "MEASURES"]
 
 # name -> (family, cutoff: "required" | "optional" | "none", allowed parameters)
 MEASURES = {
@@ -194,8 +194,6 @@ def _adhoc_values(runset, codes, qrels: Qrels, topics, specs) -> dict[str, np.nd
 
 
 def _intents(judged: dict) -> list[str]:
-    from .runs import topic_sort_key
-
     return sorted(judged, key=topic_sort_key)
 
 
@@ -290,6 +288,22 @@ def _probabilities(topic, intents, relevant, given, qrels) -> np.ndarray:
     return np.array([probs.get(it, 0.0) for it in intents])
 
 
+def check_measures(specs: list[MeasureSpec], qrels_kind: str, probabilities_given: bool = False) -> None:
+    """Refuse measures the qrels cannot serve: ad hoc measures need ad hoc qrels, ndeval and
+    NTCIREVAL measures diversity qrels; intent probabilities serve only NTCIREVAL's."""
+    families = {s.family for s in specs}
+    if "adhoc" in families and qrels_kind != "adhoc":
+        names = " ".join(s.key for s in specs if s.family == "adhoc")
+        raise EvaluationInputError("--measures", None, f"{names} need ad hoc qrels (--qrels-format adhoc)")
+    if families & {"ndeval", "ntcir"} and qrels_kind != "diversity":
+        names = " ".join(s.key for s in specs if s.family != "adhoc")
+        raise EvaluationInputError("--measures", None, f"{names} need diversity qrels (--qrels-format diversity)")
+    if probabilities_given and "ntcir" not in families:
+        raise EvaluationInputError(
+            "--intent-probabilities", None, "only D-nDCG, D#-nDCG and I-rec use intent probabilities"
+        )
+
+
 def evaluate_runs(
     runset: RunSet,
     qrels: Qrels,
@@ -300,17 +314,8 @@ def evaluate_runs(
 ) -> dict:
     """Evaluate every run; returns ``{tag: {"mean": {measure: value}, "per_topic": {topic:
     {measure: value}}}}`` with topics in :func:`topic_sort_key` order."""
+    check_measures(specs, qrels.kind, intent_probabilities is not None)
     families = {s.family for s in specs}
-    if "adhoc" in families and qrels.kind != "adhoc":
-        names = " ".join(s.key for s in specs if s.family == "adhoc")
-        raise EvaluationInputError("--measures", None, f"{names} need ad hoc qrels (--qrels-format adhoc)")
-    if families & {"ndeval", "ntcir"} and qrels.kind != "diversity":
-        names = " ".join(s.key for s in specs if s.family != "adhoc")
-        raise EvaluationInputError("--measures", None, f"{names} need diversity qrels (--qrels-format diversity)")
-    if intent_probabilities is not None and "ntcir" not in families:
-        raise EvaluationInputError(
-            "--intent-probabilities", None, "only D-nDCG, D#-nDCG and I-rec use intent probabilities"
-        )
     codes = runset.ordered_codes(order)
     topics = qrels.topics
     index = {t: i for i, t in enumerate(runset.topics)}

@@ -1,0 +1,59 @@
+"""Evaluate TREC runs against qrels with the measures of trec_eval, gdeval, ndeval and NTCIREVAL."""
+import json
+
+from django.core.management.base import BaseCommand, CommandError
+
+from evaluation.measures import (EvaluationInputError, evaluate_runs, parse_measures, read_intent_probabilities,
+                                 read_qrels, read_runs)
+from evaluation.measures.engine import check_measures
+from evaluation.measures.runs import ORDERS
+
+
+class Command(BaseCommand):
+    help = ("Score run files with ad hoc (AP, nDCG@k, P@k, R@k, RR, Rprec, ERR@k, RBP(p=…)), "
+            "ndeval diversity (alpha_nDCG@k, ERR_IA@k, nERR_IA@k, alpha_DCG@k, NRBP, nNRBP, AP_IA, "
+            "P_IA@k, StRecall@k) and NTCIREVAL (D-nDCG@k, D#-nDCG@k, I-rec@k) measures.")
+
+    def add_arguments(self, parser):
+        parser.add_argument("--run", action="append", required=True, metavar="PATH",
+                            help="a TREC run file (topic Q0 docid rank score tag); repeat for more runs")
+        parser.add_argument("--qrels", required=True, metavar="PATH")
+        parser.add_argument("--qrels-format", choices=("adhoc", "diversity"), default="adhoc",
+                            help="adhoc: topic iteration docid grade; diversity: topic intent docid grade")
+        parser.add_argument("--measures", required=True,
+                            help='space-separated names, e.g. "AP nDCG@20 P@10 RBP(p=0.8)"')
+        parser.add_argument("--order", choices=ORDERS, default="trec_eval",
+                            help="trec_eval (default): score descending, ties by docid descending; "
+                                 "rank: the rank column, as ndeval and NTCIREVAL read runs")
+        parser.add_argument("--complete", action="store_true",
+                            help="average over every qrels topic, missing ones scoring 0 (trec_eval -c)")
+        parser.add_argument("--intent-probabilities", metavar="PATH",
+                            help="topic intent probability lines for the D-measures "
+                                 "(default: uniform over the intents with a relevant document)")
+        parser.add_argument("--per-topic", action="store_true", help="also print every topic's values")
+        parser.add_argument("--json", action="store_true",
+                            help='print {"runs": {TAG: {"mean": {…}, "per_topic": {TOPIC: {…}}}}}')
+
+    def handle(self, *args, **o):
+        try:
+            specs = parse_measures(o["measures"])
+            qrels = read_qrels(o["qrels"], o["qrels_format"])
+            check_measures(specs, qrels.kind, bool(o["intent_probabilities"]))
+            probs = read_intent_probabilities(o["intent_probabilities"]) if o["intent_probabilities"] else None
+            runs = read_runs(o["run"])
+            result = evaluate_runs(runs, qrels, specs, order=o["order"], complete=o["complete"],
+                                   intent_probabilities=probs)
+        except EvaluationInputError as exc:
+            raise CommandError(str(exc)) from None
+        if o["json"]:
+            self.stdout.write(json.dumps({"runs": result}))
+            return
+        keys = [k for s in specs for k in s.keys]
+        width = max(len(k) for k in keys)
+        for tag, r in result.items():
+            if o["per_topic"]:
+                for topic, values in r["per_topic"].items():
+                    for k in keys:
+                        self.stdout.write(f"{tag}\t{k:<{width}}\t{topic}\t{values[k]:.4f}")
+            for k in keys:
+                self.stdout.write(f"{tag}\t{k:<{width}}\tall\t{r['mean'][k]:.4f}")

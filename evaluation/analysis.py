@@ -5,7 +5,6 @@ Reads go through ``judging.selectors`` only; nothing here writes.
 """
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 
 import pandas as pd
@@ -27,30 +26,40 @@ def labels_from_file(path: str, fmt: str = "tsv") -> pd.DataFrame:
     raise ValueError(f"unknown labels format {fmt!r} ({', '.join(LABEL_FORMATS)})")
 
 
-def labels_from_judgments(name: str, mode: str | None = None) -> pd.DataFrame:
-    """A label table for the stored judgment set ``name`` (``mode`` ``"user"`` for the
-    judgments users made of their own need), read through ``judging.selectors``."""
-    try:
-        selectors = importlib.import_module("judging.selectors")
-    except ImportError:
-        selectors = None
-    reader = getattr(selectors, "judgment_labels", None) if selectors else None
-    if reader is None:
-        raise ValueError(
-            "stored judgment sets cannot be read yet (judging.selectors.judgment_labels is "
-            "missing); pass the labels as a file with --labels PATH")
-    records = reader(name, mode=mode) if mode else reader(name)
-    return agreement.label_table(records)
+def labels_from_judgments(name: str) -> pd.DataFrame:
+    """A label table of the labels that count in the stored judgment set ``name``
+    (``judging.selectors.current_labels``); a label without an intent gets intent ``0``."""
+    from judging import selectors as judging
+
+    labels = judging.current_labels(judging.judgment_set_get(name))
+    if not labels:
+        raise ValueError(f"judgment set {name!r} has no labels")
+    return agreement.label_table(
+        (t, i or agreement.CROWD_INTENT, d, a, g) for (t, i, d), rows in labels.items() for a, g in rows)
+
+
+def topic_set_topics(name: str) -> list[str]:
+    """Topic ids of a stored topic set, in natural order."""
+    from crowd.selectors import topic_list
+
+    topics = [t.topic_id for t in topic_list(name)]
+    if not topics:
+        raise ValueError(f"topic set {name!r} has no topics (or does not exist)")
+    return topics
 
 
 def labels_load(judgments: str | None, labels: str | None, fmt: str = "tsv",
-                mode: str | None = None) -> pd.DataFrame:
-    """Exactly one of a stored judgment set and a file."""
+                ignore_grades: tuple = ()) -> pd.DataFrame:
+    """Exactly one of a stored judgment set and a file; labels with a grade in
+    ``ignore_grades`` are read as missing."""
     if bool(judgments) == bool(labels):
         raise ValueError("give either a stored judgment set (--judgments) or a file (--labels)")
-    if judgments:
-        return labels_from_judgments(judgments, mode=mode)
-    return labels_from_file(labels, fmt)
+    table = labels_from_judgments(judgments) if judgments else labels_from_file(labels, fmt)
+    if ignore_grades:
+        table = table[~table["grade"].isin(ignore_grades)].reset_index(drop=True)
+        if table.empty:
+            raise ValueError("no labels left once the ignored grades are dropped")
+    return table
 
 
 def agreement_report(labels: pd.DataFrame, intent: str | None = None, relevant_from: int = 1,
@@ -62,3 +71,36 @@ def agreement_report(labels: pd.DataFrame, intent: str | None = None, relevant_f
             raise ValueError(f"no labels for intent {intent}")
     return agreement.agreement_summary(labels, relevant_from=relevant_from,
                                        coherence_alpha=coherence_alpha, min_shared=min_shared)
+
+
+def intent_scores_from_runs(run_paths: list[str], qrels_path: str, measure: str,
+                            order: str = "trec_eval") -> pd.DataFrame:
+    """Per-intent scores (system, query, intent, score): each intent's judgments of the
+    diversity qrels taken as ad hoc qrels and every run scored with the ad hoc
+    ``measure`` (evaluation.measures, trec_eval's conventions; a topic a run lacks scores
+    0, as trec_eval -c). Intents without a relevant document (grade > 0) are left out,
+    as ndeval and NTCIREVAL count intents."""
+    from evaluation import measures
+    from evaluation.variance import intent_scores_frame
+
+    specs = measures.parse_measures(measure)
+    keys = [k for s in specs for k in s.keys]
+    if len(specs) != 1 or specs[0].family != "adhoc":
+        raise ValueError(f"--measure needs one ad hoc measure (e.g. nDCG@10, AP), not {measure!r}")
+    runset = measures.read_runs(run_paths)
+    qrels = measures.read_qrels(qrels_path, "diversity")
+    by_intent: dict = {}
+    for topic, intents in qrels.judgments.items():
+        for intent, docs in intents.items():
+            if any(g > 0 for g in docs.values()):
+                by_intent.setdefault(intent, {})[topic] = docs
+    if not by_intent:
+        raise ValueError(f"{qrels_path}: no intent has a relevant document")
+    rows = []
+    for intent, judgments in sorted(by_intent.items()):
+        adhoc = measures.Qrels("adhoc", judgments, f"{qrels_path} intent {intent}")
+        result = measures.evaluate_runs(runset, adhoc, specs, order=order, complete=True)
+        for tag, run in result.items():
+            for topic, values in run["per_topic"].items():
+                rows.append((tag, topic, intent, values[keys[0]]))
+    return intent_scores_frame(rows)

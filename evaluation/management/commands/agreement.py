@@ -21,6 +21,10 @@ class Command(BaseCommand):
         parser.add_argument("--format", choices=analysis.LABEL_FORMATS, default="tsv",
                             help="labels file format: tsv (topic intent docid assessor grade) "
                                  "or trec-rf10 (the TREC 2010 crowd file)")
+        parser.add_argument("--ignore-grade", type=int, action="append", default=[],
+                            help="read labels with this grade as missing (repeatable; e.g. -2, "
+                                 "a broken link in the TREC 2010 crowd data, which --format "
+                                 "trec-rf10 already drops)")
         parser.add_argument("--intent", help="only this intent id")
         parser.add_argument("--relevant-from", type=int, default=1,
                             help="the lowest grade that counts as relevant (default 1)")
@@ -32,7 +36,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, **o):
         try:
-            labels = analysis.labels_load(o["judgments"], o["labels"], o["format"])
+            labels = analysis.labels_load(o["judgments"], o["labels"], o["format"], tuple(o["ignore_grade"]))
             summary = analysis.agreement_report(
                 labels, intent=o["intent"], relevant_from=o["relevant_from"],
                 coherence_alpha=o["coherence"], min_shared=o["min_shared"])

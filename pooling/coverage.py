@@ -2,28 +2,42 @@
 
 Plain Python; nothing here imports Django.
 
-Coverage of topic ``t`` with pool ``P_t`` and judgments ``Q_t`` (a document is
-relevant if any of its judgments has ``rel > 0``; judged if it has any judgment,
-junk included)::
+What counts as judged and relevant (one definition, used by :func:`coverage` and
+:func:`qrels_stats` alike, with trec_eval's reading of grades): a document is **judged**
+for a topic when it has any judgment for that topic -- junk/spam (``rel < 0``) included,
+since an assessor looked at it; it is **relevant** when any of its judgments (for any
+intent) has ``rel > 0``; a judged document that is not relevant is **non-relevant**, so
+junk counts as judged and non-relevant.
 
-    size = |P_t|
+Coverage of topic ``t`` with pool ``P_t`` and judgments ``Q_t``::
+
+    size        = |P_t|
     relevant    = |{d in P_t : d relevant}|
     nonrelevant = |{d in P_t : d judged, not relevant}|
     unjudged    = |{d in P_t : d not judged}|
     pct_x = 100 * x / size            (0 when size = 0)
 
-The mean row averages every column over the topics of the pool (macro average,
-as in a "pool size, % relevant, % non-relevant, % unjudged" table).
+Every pool topic gets a row, with ``has_qrels`` saying whether the qrels judge that topic
+at all. The mean row averages every column over the topics **that have qrels** (macro
+average, as in a "pool size, % relevant, % non-relevant, % unjudged" table): a topic the
+qrels never judged would count its whole pool as unjudged and drag the means down. The
+mean row says how many topics it averages (``topics``) and how many were left out
+(``topics_without_qrels``).
 """
 from __future__ import annotations
 
 from collections import Counter, defaultdict
 from typing import Iterable, Mapping
 
-__all__ = ["coverage", "qrels_stats"]
+__all__ = ["coverage", "judged_relevant", "qrels_stats"]
+
+COLUMNS = ("size", "relevant", "nonrelevant", "unjudged", "pct_relevant", "pct_nonrelevant",
+           "pct_unjudged")
 
 
-def _key_sets(records: Iterable) -> tuple[dict, dict]:
+def judged_relevant(records: Iterable) -> tuple[dict[str, set], dict[str, set]]:
+    """``(judged, relevant)``: per topic, the judged and the relevant docids (see the module
+    docstring)."""
     judged: dict[str, set] = defaultdict(set)
     relevant: dict[str, set] = defaultdict(set)
     for r in records:
@@ -37,10 +51,10 @@ def coverage(pool_docids_by_topic: Mapping[str, Iterable[str]], qrels: Iterable)
     """Per-topic coverage rows (topics in ascending id order) followed by a mean row.
 
     ``qrels`` holds records with ``topic_id``, ``docid`` and ``rel`` (ad hoc or
-    diversity records from :mod:`pooling.qrelsio`).  The mean row has
-    ``topic="mean"``.
+    diversity records from :mod:`pooling.qrelsio`). The mean row has ``topic="mean"``
+    and averages over the topics with qrels only (see the module docstring).
     """
-    judged, relevant = _key_sets(qrels)
+    judged, relevant = judged_relevant(qrels)
     rows = []
     for t in sorted(pool_docids_by_topic):
         docs = {str(d) for d in pool_docids_by_topic[t]}
@@ -53,6 +67,7 @@ def coverage(pool_docids_by_topic: Mapping[str, Iterable[str]], qrels: Iterable)
         rows.append(
             {
                 "topic": t,
+                "has_qrels": t in judged,
                 "size": size,
                 "relevant": rel,
                 "nonrelevant": non,
@@ -62,10 +77,12 @@ def coverage(pool_docids_by_topic: Mapping[str, Iterable[str]], qrels: Iterable)
                 "pct_unjudged": pct(unj),
             }
         )
-    keys = ["size", "relevant", "nonrelevant", "unjudged", "pct_relevant", "pct_nonrelevant", "pct_unjudged"]
-    mean = {"topic": "mean"}
-    for k in keys:
-        mean[k] = sum(r[k] for r in rows) / len(rows) if rows else 0.0
+    counted = [r for r in rows if r["has_qrels"]]
+    mean: dict = {"topic": "mean"}
+    for k in COLUMNS:
+        mean[k] = sum(r[k] for r in counted) / len(counted) if counted else 0.0
+    mean["topics"] = len(counted)
+    mean["topics_without_qrels"] = len(rows) - len(counted)
     rows.append(mean)
     return rows
 
@@ -77,25 +94,21 @@ def qrels_stats(records: Iterable) -> dict:
     - ``intents_per_topic``: mean over topics of the number of intents
       (subtopics; ad hoc records count their topic as one intent) with at least
       one judgment ``rel > 0``;
-    - ``judged_per_topic``: mean over topics of the distinct documents with at
-      least one non-junk judgment (``rel >= 0``);
+    - ``judged_per_topic``: mean over topics of the distinct judged documents (any
+      judgment, junk included: the module docstring's definition);
     - ``relevant_per_topic``: mean over topics of the distinct documents with
       ``rel > 0`` for some intent;
     - ``grades``: count of every grade over all judgments, keys as strings.
     """
+    records = list(records)
+    judged, relevant = judged_relevant(records)
     intents: dict[str, set] = defaultdict(set)
-    judged: dict[str, set] = defaultdict(set)
-    relevant: dict[str, set] = defaultdict(set)
-    topics: set[str] = set()
     grades: Counter = Counter()
     for r in records:
-        topics.add(r.topic_id)
         grades[str(int(r.rel))] += 1
-        if r.rel >= 0:
-            judged[r.topic_id].add(r.docid)
         if r.rel > 0:
-            relevant[r.topic_id].add(r.docid)
             intents[r.topic_id].add(getattr(r, "subtopic", "0"))
+    topics = set(judged)
     n = len(topics)
 
     def mean(d: dict) -> float:

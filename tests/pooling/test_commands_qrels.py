@@ -2,6 +2,7 @@
 in plain Python from the file itself."""
 from __future__ import annotations
 
+import gzip
 import json
 from collections import Counter, defaultdict
 from io import StringIO
@@ -23,8 +24,7 @@ def expected_stats(path) -> dict:
         rel = int(rel)
         topics.add(t)
         grades[rel] += 1
-        if rel >= 0:
-            judged[t].add(d)
+        judged[t].add(d)  # junk (rel < 0) is judged: one definition, see pooling.coverage
         if rel > 0:
             relevant[t].add(d)
             intents[t].add(intent)
@@ -86,11 +86,11 @@ def test_malformed_qrels_name_file_and_line_and_import_nothing(tmp_path):
     good = "".join(f"7 0 doc-{i} {i % 3}\n" for i in range(6000))  # more than one batch
     bad = tmp_path / "bad.qrels"
     bad.write_text(good + "\n# a comment\n7 0 doc-x relevant\n")
-    with pytest.raises(CommandError, match=rf"{bad}:6003: relevance must be an integer"):
+    with pytest.raises(CommandError, match=rf"{bad}, line 6003: relevance 'relevant' is not a whole"):
         call_command("import_qrels", str(bad), "--format", "adhoc", "--name", "bad")
     short = tmp_path / "short.qrels"
     short.write_text("7 1 doc-a 1\n7 doc-b 1\n")
-    with pytest.raises(CommandError, match=rf"{short}:2: expected 4 fields, got 3"):
+    with pytest.raises(CommandError, match=rf"{short}, line 2: expected 4 fields, got 3"):
         call_command("import_qrels", str(short), "--format", "diversity", "--name", "short")
     assert Qrels.objects.count() == 0 and QrelsJudgment.objects.count() == 0
 
@@ -107,3 +107,86 @@ def test_import_qrels_refuses_duplicate_names_and_missing_files(tmp_path):
     with pytest.raises(CommandError, match="no qrels named"):
         call_command("qrels_stats", "--name", "nope", "--json")
     assert Qrels.objects.get().judgments_count == 1
+
+
+def _import(*args, **kwargs) -> str:
+    out = StringIO()
+    call_command("import_qrels", *map(str, args), stdout=out, **kwargs)
+    return out.getvalue()
+
+
+@pytest.mark.django_db
+def test_cacm_smart_qrels_are_refused_and_trec_ones_map_to_query_ids(shared_data, tmp_path):
+    cacm = shared_data / "small-corpora" / "cacm"
+    with pytest.raises(CommandError, match=r"qrels\.text, line 1: .*looks like SMART qrels"):
+        _import(cacm / "qrels.text", "--format", "adhoc", "--name", "cacm")
+    assert not Qrels.objects.exists() and not QrelsJudgment.objects.exists()
+
+    call_command("import_topics", str(cacm / "query.text"), "--format", "smart",
+                 "--topic-set", "cacm", stdout=StringIO())
+    with pytest.raises(CommandError) as info:
+        _import(cacm / "cacm.qrels", "--format", "adhoc", "--name", "cacm", "--topic-set", "cacm")
+    message = str(info.value)
+    assert "9 topic(s) not in topic set 'cacm': 01 (line 1), 02 (line 6)," in message
+    assert "--id-map strip-zeros" in message
+    assert not Qrels.objects.exists()
+
+    out = _import(cacm / "cacm.qrels", "--format", "adhoc", "--name", "cacm", "--topic-set",
+                  "cacm", "--id-map", "strip-zeros")
+    assert "imported 796 judgments" in out
+    topics = set(QrelsJudgment.objects.values_list("topic_id", flat=True))
+    assert len(topics) == 52 and "1" in topics and "01" not in topics
+
+
+@pytest.mark.django_db
+def test_second_grade_is_refused_naming_both_lines(tmp_path):
+    f = tmp_path / "q.txt"
+    f.write_text("1 0 a 1\n1 0 b 0\n1 0 a 0\n")
+    with pytest.raises(CommandError, match=r"q\.txt, line 3: second grade \(0\) for topic '1', "
+                       r"document 'a', already graded 1 on line 1"):
+        _import(f, "--format", "adhoc", "--name", "q")
+    assert not Qrels.objects.exists()
+
+
+@pytest.mark.django_db
+def test_unknown_topic_set_is_an_error(tmp_path):
+    f = tmp_path / "q.txt"
+    f.write_text("1 0 a 1\n")
+    with pytest.raises(CommandError, match="nope"):
+        _import(f, "--format", "adhoc", "--name", "q", "--topic-set", "nope")
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("name", ["", "a/b", "..", ".", "has space", "x" * 101, "bidi\u202e"])
+def test_names_that_break_pages_are_refused(tmp_path, name):
+    f = tmp_path / "q.txt"
+    f.write_text("1 0 a 1\n")
+    with pytest.raises(CommandError, match="qrels name"):
+        _import(f, "--format", "adhoc", "--name", name)
+    assert not Qrels.objects.exists()
+
+
+@pytest.mark.django_db
+def test_bad_files_are_errors_with_file_and_line_not_tracebacks(tmp_path):
+    latin = tmp_path / "latin.txt"
+    latin.write_bytes("t\u00e9 0 a 1\n".encode("latin-1"))
+    with pytest.raises(CommandError, match=r"latin\.txt, line 1: not valid utf-8"):
+        _import(latin, "--format", "adhoc", "--name", "l")
+    _import(latin, "--format", "adhoc", "--name", "l", "--encoding", "latin-1")
+    assert QrelsJudgment.objects.get().topic_id == "t\u00e9"
+
+    cut = tmp_path / "cut.txt.gz"
+    cut.write_bytes(gzip.compress(b"".join(b"1 0 d%d 1\n" % i for i in range(20000)))[:3000])
+    with pytest.raises(CommandError, match=r"cut\.txt\.gz, line \d+: truncated or corrupt"):
+        _import(cut, "--format", "adhoc", "--name", "cut")
+    fake = tmp_path / "fake.gz"
+    fake.write_text("1 0 a 1\n")
+    with pytest.raises(CommandError, match="not gzip data"):
+        _import(fake, "--format", "adhoc", "--name", "fake")
+    with pytest.raises(CommandError, match="File name too long"):
+        _import(tmp_path / ("q" * 300), "--format", "adhoc", "--name", "long")
+    big = tmp_path / "big.txt"
+    big.write_text("1 0 a 4294967296\n")
+    with pytest.raises(CommandError, match=r"big\.txt, line 1: relevance '4294967296' is too large"):
+        _import(big, "--format", "adhoc", "--name", "big")
+    assert Qrels.objects.count() == 1

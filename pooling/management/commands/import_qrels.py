@@ -2,22 +2,35 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from pooling import services
+from pooling.qrelsio import ID_MAPS
 
 
 class Command(BaseCommand):
     help = (
         "Import relevance judgments: adhoc 'topic iter docid rel' or diversity "
-        "'topic subtopic docid rel' (.gz accepted). All or nothing."
+        "'topic subtopic docid rel' (.gz accepted). All or nothing: a malformed line, a "
+        "second grade for the same judgment, or a file in another format (e.g. SMART "
+        "'query docid 0 0') is an error naming the line(s)."
     )
 
     def add_arguments(self, parser):
         parser.add_argument("path")
         parser.add_argument("--format", required=True, choices=["adhoc", "diversity"])
-        parser.add_argument("--name", required=True)
+        parser.add_argument("--name", required=True,
+                            help="at most 100 characters, no spaces, '/' or '..'")
+        parser.add_argument("--topic-set", dest="topic_set", default=None,
+                            help="check that every topic id is a topic of this set")
+        parser.add_argument("--id-map", dest="id_map", choices=ID_MAPS, default=None,
+                            help="strip-zeros: write all-digit topic ids without leading "
+                            "zeros ('01' -> '1', as CACM's qrels need)")
+        parser.add_argument("--encoding", default="utf-8",
+                            help="text encoding of the file (default utf-8; e.g. latin-1)")
 
     def handle(self, *args, **o):
         try:
-            qrels = services.qrels_import(o["path"], format=o["format"], name=o["name"])
+            qrels = services.qrels_import(
+                o["path"], format=o["format"], name=o["name"], topic_set_name=o["topic_set"],
+                id_map=o["id_map"], encoding=o["encoding"])
         except ValueError as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write(f"imported {qrels.judgments_count} judgments as qrels {qrels.name!r}")

@@ -1,0 +1,67 @@
+"""The judging orders, with hand-computed sequences. No Django."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from judging.priority import adaptive_order, bandit_mean, depth_order, order_items
+
+
+def sequential(order, rankings, n, relevant):
+    """Judge one item at a time, feeding each judgment back before asking again."""
+    known, seq = {}, []
+    while True:
+        nxt = next(iter(adaptive_order(order, rankings, n, known)), None)
+        if nxt is None:
+            return seq
+        seq.append(nxt)
+        known[nxt] = nxt in relevant
+
+
+def test_mtf_without_feedback_walks_the_first_ranking_then_the_next():
+    assert list(adaptive_order("mtf", [[0, 1, 2], [3, 1, 4]], 5, {})) == [0, 1, 2, 3, 4]
+
+
+def test_mtf_replays_known_judgments():
+    # A's first document is non-relevant: A drops behind B; 1 is first reached through B
+    assert list(adaptive_order("mtf", [[0, 1, 2], [3, 1, 4]], 5, {0: False})) == [3, 1, 4, 2]
+    # A: 0 relevant (stays), 1 non-relevant (drops); B: 3 relevant, 1 already reached, 4 next
+    assert list(adaptive_order("mtf", [[0, 1, 2], [3, 1, 4]], 5,
+                               {0: True, 3: True, 1: False})) == [4, 2]
+
+
+def test_mtf_sequential_hand_computed():
+    # A: 0 rel, 1 non -> A(-1); B: 4 non -> B(-1) queued after A; A: 2 non -> A(-2);
+    # B: 5, 6, 7 relevant; B exhausted; A: 3
+    assert sequential("mtf", [[0, 1, 2, 3], [4, 5, 6, 7]], 8, {0, 5, 6, 7}) == [
+        0, 1, 4, 2, 5, 6, 7, 3]
+
+
+def test_bandit_sequential_hand_computed():
+    # means: A 1/2 = B 1/2 -> A; 0 rel: A 2/3; 1 non: A 2/4 = B 1/2, tie -> A; 2 non: A 2/5;
+    # B 1/2: 4 non: B 1/3 < A 2/5: 3 non: A 2/6 = B 1/3 -> A, exhausted, retired; B: 5 6 7
+    assert sequential("bandit", [[0, 1, 2, 3], [4, 5, 6, 7]], 8, {0, 5, 6, 7}) == [
+        0, 1, 2, 4, 3, 5, 6, 7]
+    assert bandit_mean(0, 0) == 0.5 and bandit_mean(2, 3) == 3 / 7
+
+
+def test_bandit_learns_from_documents_judged_through_another_ranking():
+    # A reaches 0 (relevant) and gives 1; B reaches 0 again (rewarded, no cost) and gives 2
+    assert list(adaptive_order("bandit", [[0, 1], [0, 2]], 3, {0: True})) == [1, 2]
+
+
+def test_items_no_ranking_holds_come_last_in_pool_order():
+    assert list(adaptive_order("mtf", [[2]], 4, {1: True})) == [2, 0, 3]
+
+
+def test_depth_and_pool_orders():
+    assert depth_order([3, 1, 1, 2]) == [1, 2, 3, 0]
+    assert list(order_items("depth", n_items=4, min_rank=[3, 1, 1, 2], known={2: True})) == [
+        1, 3, 0]
+    assert list(order_items("pool", n_items=3, known={1: False})) == [0, 2]
+
+
+def test_plain_modules_import_without_django():
+    code = ("import sys; import judging.priority, judging.aggregate, judging.labelfiles; "
+            "assert 'django' not in sys.modules, 'django imported'")
+    subprocess.run([sys.executable, "-c", code], check=True, env={"PYTHONPATH": "."})

@@ -1,31 +1,23 @@
-"""Pool growth: how the depth-D pool of a topic grows as rankings are added.
+"""Pool growth: how the depth-D pool of a topic grows as contributors are added.
 
 Plain Python and NumPy; nothing here imports Django.
 
-For rankings ``R_1..R_n`` taken in a given order, the pool size after ``k``
-rankings is ``v(k) = |U_{i<=k} top_D(R_i)|``.  Averaging ``v(k)`` over seeded
-random orders gives the expected growth curve, which is fitted by the power law
-``v ~= c * D * k ** x`` (least squares on ``log v = log(c D) + x log k``).
-
-A user contribution typed by ``w`` people stands for ``w`` people with the same
-ranking; with ``expand_repeats=True`` (default) it counts as ``w`` rankings in
-the growth curve (the repeats add no documents, but they add people).
+A contributor is one answer (a person's query; a variant typed by ``w`` people is ``w``
+answers with the same ranking) or one system run. For contributors taken in a given
+order, the pool size after ``k`` of them is ``v(k) = |U_{i<=k} top_D(R_i)|``.
+Averaging ``v(k)`` over seeded random orders gives the expected growth curve, which is
+fitted by the power law ``v ~= c * D * k ** x`` (least squares on
+``log v = log(c D) + x log k``).
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 import numpy as np
 
 from .pools import Contribution, _group, _Scratch
 
-__all__ = [
-    "loglog_fit",
-    "pool_growth",
-    "pool_growth_mean",
-    "system_pool_growth",
-    "user_pool_growth",
-]
+__all__ = ["PowerLawFit", "mean_growth", "pool_growth", "power_law_fit"]
 
 
 def _check_depth(depth: int) -> None:
@@ -39,8 +31,8 @@ def pool_growth(
     """Pool size after adding the first ``k`` rankings of ``order``, ``k = 1..len(order)``.
 
     ``order`` lists indices into ``contributions_for_topic``; an index may repeat
-    (e.g. a query typed by several people), and a repeat adds nothing.  Each
-    document is counted at the first position ``k`` whose ranking holds it within
+    (a query typed by several people: one answer each), and a repeat adds nothing.
+    Each document is counted at the first position ``k`` whose ranking holds it within
     ``depth``: ``v(k) = sum_{j<=k} |{d : first(d) = j}|``.  O(entries), no sort.
     """
     _check_depth(depth)
@@ -65,55 +57,34 @@ def pool_growth(
     return np.cumsum(np.bincount(first, minlength=idx.size)[: idx.size])
 
 
-def pool_growth_mean(
+def mean_growth(
     contributions_for_topic: Sequence[Contribution],
+    orders: Sequence[Sequence[int]],
     depth: int,
-    *,
-    n_orders: int = 100,
-    seed: int = 0,
-    expand_repeats: bool = True,
 ) -> np.ndarray:
-    """Mean pool size after ``k`` rankings over ``n_orders`` random orders (seeded).
-
-    Order ``j`` is ``numpy.random.default_rng(seed).permutation`` drawn ``j``-th.
-    With ``expand_repeats`` a contribution of weight ``w`` appears ``w`` times.
-    """
-    _check_depth(depth)
-    if n_orders < 1:
-        raise ValueError(f"n_orders must be >= 1, got {n_orders}")
-    base = []
-    for i, c in enumerate(contributions_for_topic):
-        base.extend([i] * (c.weight if expand_repeats else 1))
-    base_arr = np.asarray(base, dtype=np.int64)
-    if base_arr.size == 0:
-        return np.zeros(0, dtype=np.float64)
-    rng = np.random.default_rng(seed)
-    total = np.zeros(base_arr.size, dtype=np.float64)
-    for _ in range(n_orders):
-        perm = base_arr[rng.permutation(base_arr.size)]
-        total += pool_growth(contributions_for_topic, perm, depth)
-    return total / n_orders
+    """The mean of :func:`pool_growth` over ``orders`` (each of the same length)."""
+    if not len(orders):
+        raise ValueError("mean_growth needs at least one order")
+    curves = [pool_growth(contributions_for_topic, o, depth) for o in orders]
+    if len({c.size for c in curves}) != 1:
+        raise ValueError("mean_growth needs orders of one length")
+    return np.mean(np.asarray(curves, dtype=np.float64), axis=0)
 
 
-def user_pool_growth(contributions_for_topic, depth, *, n_orders=100, seed=0, expand_repeats=True):
-    """:func:`pool_growth_mean` over the ``source == "user"`` contributions only."""
-    users = [c for c in contributions_for_topic if c.source == "user"]
-    return pool_growth_mean(
-        users, depth, n_orders=n_orders, seed=seed, expand_repeats=expand_repeats
-    )
+class PowerLawFit(NamedTuple):
+    c: float
+    x: float
+    r2: float  # coefficient of determination of the fit in log space
+    points: int
 
 
-def system_pool_growth(contributions_for_topic, depth, *, n_orders=100, seed=0):
-    """:func:`pool_growth_mean` over the ``source == "system"`` contributions only."""
-    systems = [c for c in contributions_for_topic if c.source == "system"]
-    return pool_growth_mean(systems, depth, n_orders=n_orders, seed=seed, expand_repeats=False)
-
-
-def loglog_fit(n: np.ndarray, sizes: np.ndarray, depth: int) -> tuple[float, float]:
+def power_law_fit(n, sizes, depth: int) -> PowerLawFit:
     """Fit ``v ~= c * depth * n ** x`` by least squares in log space.
 
-    Minimises ``sum_k (log v_k - log(c depth) - x log n_k) ** 2`` over points
-    with ``n_k > 0`` and ``v_k > 0``; returns ``(c, x)``.
+    Minimises ``SS_res = sum_k (log v_k - log(c depth) - x log n_k) ** 2`` over the points
+    with ``n_k > 0`` and ``v_k > 0``. ``r2 = 1 - SS_res / SS_tot`` with
+    ``SS_tot = sum_k (log v_k - mean log v) ** 2`` (1 when every ``v_k`` is equal: the
+    flat line fits exactly).
     """
     _check_depth(depth)
     n = np.asarray(n, dtype=np.float64)
@@ -121,9 +92,11 @@ def loglog_fit(n: np.ndarray, sizes: np.ndarray, depth: int) -> tuple[float, flo
     if n.shape != v.shape:
         raise ValueError(f"n and sizes differ in shape: {n.shape} vs {v.shape}")
     ok = (n > 0) & (v > 0)
-    if ok.sum() < 2:
-        raise ValueError("loglog_fit needs at least two points with n > 0 and size > 0")
+    if np.count_nonzero(np.unique(n[ok])) < 2:
+        raise ValueError("a power-law fit needs at least two distinct n with size > 0")
     ln, lv = np.log(n[ok]), np.log(v[ok])
     x, intercept = np.polyfit(ln, lv, 1)
-    c = float(np.exp(intercept) / depth)
-    return c, float(x)
+    ss_res = float(np.sum((lv - (intercept + x * ln)) ** 2))
+    ss_tot = float(np.sum((lv - lv.mean()) ** 2))
+    r2 = 1.0 if np.ptp(lv) == 0.0 else 1.0 - ss_res / ss_tot
+    return PowerLawFit(float(np.exp(intercept) / depth), float(x), r2, int(ok.sum()))

@@ -14,12 +14,17 @@ RBP weight of document ``d`` in a topic, over the top ``D`` of every ranking
 
     W(d) = sum_{i : r_i(d) <= D}  w_i * (1 - p) * p ** (r_i(d) - 1)
 
-Depth pool of depth ``D``: every document ranked within the top ``D`` of some
-ranking, that is ``{d : W(d) > 0}``, listed in priority order.
-RBP pool with budget ``J``: the ``J`` heaviest documents of that set (per topic,
-or over all topics together with ``budget_scope="global"``).
+Both strategies pool the same documents, every document ranked within the top
+``D`` of some ranking (``{d : W(d) > 0}``); they differ in the order in which the
+documents are to be judged, and so in what a budget ``J`` keeps:
 
-Priority order is ascending ``(-W(d), d)``.
+- ``strategy="depth"``: shallowest rank first, ascending ``(m(d), -W(d), d)`` where
+  ``m(d)`` is the shallowest 1-based rank at which any ranking placed ``d``
+  (all rank-1 documents, then rank 2, ...: the depth-k pools for growing k);
+- ``strategy="rbp"``: heaviest first, ascending ``(-W(d), d)``.
+
+A budget ``J`` keeps the first ``J`` documents of that order, per topic, or over all
+topics together with ``budget_scope="global"`` (ties across topics by topic id).
 
 Reproducibility.  Floating-point addition is not associative, so a sum taken in
 a different order can differ in its last bit, and documents whose weights are
@@ -49,7 +54,7 @@ __all__ = [
     "Contribution",
     "TopicPool",
     "WEIGHT_BITS",
-    "pool_build",
+    "pool_compute",
     "rbp_weights",
     "round_weights",
     "validate_pool_params",
@@ -106,7 +111,8 @@ class Contribution:
 
 @dataclass
 class TopicPool:
-    """The pool of one topic, in priority order ``(-weight, docid)``.
+    """The pool of one topic, in priority order (``(min_rank, -weight, docid)`` for the
+    depth strategy, ``(-weight, docid)`` for rbp; module docstring).
 
     ``weights``: RBP weight (rounded to ``WEIGHT_BITS`` significant bits).
     ``min_rank``: shallowest 1-based rank at which any ranking placed the document.
@@ -333,9 +339,13 @@ def _topic_pool(
     p: float,
     scratch: _Scratch | None = None,
     budget: int | None = None,
+    strategy: str = "rbp",
 ) -> TopicPool:
     """The topic's pool in priority order; with ``budget`` only its first ``budget`` entries."""
-    return _sorted(_topic_arrays(topic_id, contribs, depth, p, scratch), budget)
+    raw = _topic_arrays(topic_id, contribs, depth, p, scratch)
+    if strategy == "depth":
+        return _take(raw, _depth_order(raw)[:budget])
+    return _sorted(raw, budget)
 
 
 def _topic_arrays(
@@ -397,6 +407,11 @@ def _priority_order(docids: np.ndarray, w: np.ndarray) -> np.ndarray:
     return o[np.argsort(key)]
 
 
+def _depth_order(pool: TopicPool) -> np.ndarray:
+    """Indices sorting by ``(min_rank, -weight, docid)``."""
+    return np.lexsort((pool.docids, -pool.weights, pool.min_rank))
+
+
 def _take(pool: TopicPool, ix: np.ndarray) -> TopicPool:
     return TopicPool(
         pool.topic_id,
@@ -427,7 +442,7 @@ def _sorted(pool: TopicPool, budget: int | None = None, threshold: float | None 
     return _take(pool, order)
 
 
-def pool_build(
+def pool_compute(
     contributions: Iterable[Contribution],
     *,
     strategy: str = "depth",
@@ -436,16 +451,15 @@ def pool_build(
     budget: int | None = None,
     budget_scope: str = "topic",
 ) -> dict[str, TopicPool]:
-    """Build pools for every topic that has contributions.
+    """Compute the pool of every topic that has contributions.
 
-    strategy="depth": union of the top-``depth`` of every ranking, in priority
-    order ``(-W(d), d)`` with RBP weights ``W`` (module docstring) over the same
-    top-``depth``.  strategy="rbp": the same weights; with ``budget=J`` keep the
-    ``J`` heaviest documents per topic (``budget_scope="topic"``) or the ``J``
-    heaviest over all topics together (``budget_scope="global"``; ties across
-    topics broken by ``(-W, topic_id, docid)``).  A budget given with
-    ``strategy="depth"`` cuts the depth pool the same way.  Without a budget both
-    strategies return the whole depth pool.
+    Both strategies pool the union of the top-``depth`` of every ranking, with RBP
+    weights ``W`` (module docstring) over the same top-``depth``.
+    strategy="depth" orders it by ``(min_rank, -W(d), d)``, strategy="rbp" by
+    ``(-W(d), d)``.  With ``budget=J`` keep the first ``J`` documents of that order
+    per topic (``budget_scope="topic"``) or over all topics together
+    (``budget_scope="global"``; ties across topics broken by topic id, then docid).
+    Without a budget both strategies return the whole depth pool.
 
     Returns ``{topic_id: TopicPool}`` with topics in ascending ``topic_id``
     order; a topic whose documents all fall outside a global budget is present
@@ -461,9 +475,28 @@ def pool_build(
     scratch = _Scratch()
     topics = sorted(by_topic)
     if budget is None or budget_scope == "topic":
-        return {t: _topic_pool(t, by_topic[t], depth, p, scratch, budget) for t in topics}
+        return {t: _topic_pool(t, by_topic[t], depth, p, scratch, budget, strategy)
+                for t in topics}
     raw = {t: _topic_arrays(t, by_topic[t], depth, p, scratch) for t in topics}
+    if strategy == "depth":
+        return _global_budget_depth(raw, budget)
     return _global_budget(raw, budget)
+
+
+def _global_budget_depth(raw: dict[str, TopicPool], budget: int) -> dict[str, TopicPool]:
+    """The first ``budget`` documents over all topics by ``(min_rank, -W, topic_id, docid)``."""
+    topics = list(raw)  # ascending topic_id
+    ordered = {t: _take(raw[t], _depth_order(raw[t])) for t in topics}
+    if not topics:
+        return {}
+    sizes = [len(ordered[t]) for t in topics]
+    topic_ix = np.repeat(np.arange(len(topics)), sizes)
+    cat = {f: np.concatenate([getattr(ordered[t], f) for t in topics])
+           for f in ("docids", "weights", "min_rank")}
+    chosen = np.lexsort((cat["docids"], topic_ix, -cat["weights"], cat["min_rank"]))[:budget]
+    keep = np.bincount(topic_ix[chosen], minlength=len(topics))
+    # within a topic the global order is the topic's own order: keep its first documents
+    return {t: ordered[t].truncate(int(k)) for t, k in zip(topics, keep)}
 
 
 def _global_budget(raw: dict[str, TopicPool], budget: int) -> dict[str, TopicPool]:

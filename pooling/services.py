@@ -11,6 +11,7 @@ remapped here before the mathematics runs and mapped back afterwards.
 """
 from __future__ import annotations
 
+import hashlib
 import logging
 import time
 from pathlib import Path
@@ -20,20 +21,22 @@ import numpy as np
 from django.db import connection, transaction
 from django.utils import timezone
 
-from common import fileio
-from common.fileio import clean_name
-from crowd.naturalsort import natural_key
-from retrieval.selectors import retrieval_model_get
+from retrieval.selectors import (
+    collection_get,
+    ranking_depth,
+    retrieval_model_get,
+    user_ranking_source_get,
+)
 
 from . import pools as pool_maths
 from . import qrelsio
 from .models import Pool, PoolTopic, Qrels, QrelsJudgment
+from .remap import DocidRemap
 from .selectors import (
     COUNT_DTYPE,
     ID_DTYPE,
     SOURCE_KINDS,
     WEIGHT_DTYPE,
-    DocidRemap,
     ranking_contributions,
 )
 
@@ -57,26 +60,50 @@ def pool_create(
     *,
     topic_set_name: str,
     sources: str,
-    depth: int,
+    depth: int | None = None,
     strategy: str = "depth",
     p: float = 0.95,
     budget: int | None = None,
     budget_scope: str = "topic",
     model_name: str | None = None,
+    collection_name: str | None = None,
     name: str | None = None,
     enqueue: bool = False,
 ) -> Pool:
     """Validate the parameters and record a queued pool; with ``enqueue`` the build task is
-    queued once the pool row is committed."""
+    queued once the pool row is committed.
+
+    A pool with user rankings records the collection and model they come from (the one
+    :func:`retrieval.selectors.user_ranking_source_get` allows: this refuses, naming them,
+    when several models or collections have user rankings and none is chosen). The depth
+    strategy needs ``depth``; rbp defaults it to the depth of the stored rankings.
+    """
     if sources not in SOURCE_KINDS:
         raise ValueError(f"sources must be one of {sorted(SOURCE_KINDS)}, not {sources!r}")
+    if depth is None and strategy != "rbp":
+        raise ValueError("give a depth: the depth strategy pools each ranking's top depth "
+                         "(only rbp defaults it, to the depth of the stored rankings)")
     pool_maths.validate_pool_params(
-        strategy, int(depth), float(p), int(budget) if budget is not None else None, budget_scope
+        strategy, int(depth) if depth is not None else 1, float(p),
+        int(budget) if budget is not None else None, budget_scope
     )
     if name is not None and Pool.objects.filter(name=name).exists():
         raise ValueError(f"a pool named {name!r} already exists")
     topic_set = _topic_set_get(topic_set_name)
     model = retrieval_model_get(model_name) if model_name else None
+    collection = collection_get(collection_name) if collection_name else None
+    if "user" in SOURCE_KINDS[sources]:
+        source = user_ranking_source_get(topic_set.name, model_name=model_name,
+                                         collection_name=collection_name)
+        if source is not None:  # with none, the build fails saying so
+            model = retrieval_model_get(source.model) if source.model else None
+            collection = collection_get(source.collection) if source.collection else None
+    if depth is None:
+        depth = ranking_depth(topic_set.name, sources=SOURCE_KINDS[sources],
+                              model_name=model.name if model else None,
+                              collection_name=collection.name if collection else None)
+        if depth < 1:
+            raise ValueError(_no_rankings_message(topic_set.name, sources, model, collection))
     with transaction.atomic():
         pool = Pool.objects.create(
             name=name or None,
@@ -87,6 +114,7 @@ def pool_create(
             p=float(p),
             budget=int(budget) if budget is not None else None,
             budget_scope=budget_scope,
+            collection=collection,
             model=model,
         )
         if enqueue:
@@ -97,6 +125,31 @@ def pool_create(
     return pool
 
 
+def _no_rankings_message(topic_set_name: str, sources: str, model, collection) -> str:
+    what = {"users": "user-variant", "systems": "system-run", "combined": "user or system"}
+    message = f"Topic set {topic_set_name!r} has no finished {what[sources]} rankings"
+    if model is not None:
+        message += f" of model {model.name!r}"
+    if collection is not None:
+        message += f" over collection {collection.name!r}"
+    if sources == Pool.SOURCES_SYSTEMS:
+        return message + ": import a system run (import_run) first."
+    return message + (": run retrieval over the variants (run_retrieval --source variants) "
+                      "first, or choose another model.")
+
+
+def pool_failure_message(exc: BaseException) -> str:
+    """The sentence stored on a failed pool: what went wrong and what to do about it.
+
+    Our own errors (``ValueError``) already say that; anything else is unexpected."""
+    if isinstance(exc, ValueError):
+        text = str(exc).strip()
+        text = text[:1].upper() + text[1:]
+        return text if text.endswith((".", "!", "?")) else text + "."
+    return (f"The build stopped on an unexpected error ({type(exc).__name__}: {exc}). "
+            "Build the pool again; if it fails the same way, report this message.")
+
+
 def pool_build(pool_id: int, *, progress: Callable[[float], None] | None = None) -> Pool:
     """Build a recorded pool from the stored rankings and store its documents.
 
@@ -104,7 +157,7 @@ def pool_build(pool_id: int, *, progress: Callable[[float], None] | None = None)
     pool is marked failed with the message and the error is raised again (the task retries
     database connection errors, which set the pool running again).
     """
-    pool = Pool.objects.select_related("topic_set", "model").get(pk=pool_id)
+    pool = Pool.objects.select_related("topic_set", "collection", "model").get(pk=pool_id)
     Pool.objects.filter(pk=pool.pk).update(status=Pool.STATUS_RUNNING, progress=0.0, error="")
     try:
         n_topics = max(1, pool.topic_set.topics.count())
@@ -120,19 +173,18 @@ def pool_build(pool_id: int, *, progress: Callable[[float], None] | None = None)
             pool.topic_set.name,
             pool.sources,
             model_name=pool.model.name if pool.model else None,
+            collection_name=pool.collection.name if pool.collection else None,
             on_topic=on_topic,
             depth=pool.depth,
         )
         if not contributions:
-            raise ValueError(
-                f"topic set {pool.topic_set.name!r} has no stored {pool.sources} rankings"
-                + (f" for model {pool.model.name!r}" if pool.model else "")
-            )
+            raise ValueError(_no_rankings_message(pool.topic_set.name, pool.sources,
+                                                  pool.model, pool.collection))
         _progress_set(pool, 0.6, progress)
         kwargs = dict(strategy=pool.strategy, depth=pool.depth, p=pool.p)
         if pool.budget is not None:
             kwargs.update(budget=pool.budget, budget_scope=pool.budget_scope)
-        built = pool_maths.pool_build(contributions, **kwargs)
+        built = pool_maths.pool_compute(contributions, **kwargs)
         _progress_set(pool, 0.8, progress)
         rows = [_pool_topic_row(pool, tp, remap) for _, tp in sorted(built.items())]
         with transaction.atomic():
@@ -147,7 +199,7 @@ def pool_build(pool_id: int, *, progress: Callable[[float], None] | None = None)
             )
     except Exception as exc:
         Pool.objects.filter(pk=pool.pk).update(
-            status=Pool.STATUS_FAILED, error=f"{type(exc).__name__}: {exc}", finished=timezone.now()
+            status=Pool.STATUS_FAILED, error=pool_failure_message(exc), finished=timezone.now()
         )
         raise
     if progress is not None:
@@ -207,69 +259,70 @@ def pool_delete(pool: Pool) -> None:
 # --- qrels -----------------------------------------------------------------------------
 
 
-def qrels_import(path, *, format: str, name: str, topic_set_name: str | None = None,
-                 id_map: str | None = None, encoding: str = "utf-8") -> Qrels:
-    """Import a TREC qrels file (``adhoc``: topic iter docid rel; ``diversity``: topic
-    subtopic docid rel; ``.gz`` accepted) as qrels ``name``. All or nothing: a malformed
-    line, a second grade for one judgment or a file in another format raises a
-    ``ValueError`` naming the file and line(s) (:func:`pooling.qrelsio.read_qrels`), and
-    nothing is stored.
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
-    ``id_map="strip-zeros"`` writes all-digit topic ids without leading zeros ("01" ->
-    "1"). With ``topic_set_name`` every topic id must be a topic of that set; the error
-    lists those that are not. The name must be usable in a page address (no ``/``, ``..``,
-    spaces or invisible characters; at most 100 characters).
-    """
+
+def qrels_import(path, *, format: str, name: str) -> Qrels:
+    """Import a TREC qrels file (``adhoc``: topic iter docid rel; ``diversity``: topic
+    subtopic docid rel; ``.gz`` accepted). All or nothing: a malformed line raises a
+    ``ValueError`` naming the file and line, and nothing is stored."""
+    path = Path(path)
     if format not in (Qrels.FORMAT_ADHOC, Qrels.FORMAT_DIVERSITY):
         raise ValueError(f"qrels format must be adhoc or diversity, not {format!r}")
-    name = clean_name(name, "qrels name", max_chars=Qrels._meta.get_field("name").max_length)
-    try:
-        path = fileio.require_file(path, error=qrelsio.QrelsFormatError)
-    except qrelsio.QrelsFormatError as exc:
-        raise ValueError(f"no such qrels file: {exc}") from None
+    if not path.is_file():
+        raise ValueError(f"no such qrels file: {path}")
     if Qrels.objects.filter(name=name).exists():
         raise ValueError(f"qrels named {name!r} already exist")
-    rows = qrelsio.read_qrels(path, format, encoding=encoding, id_map=id_map)
-    if topic_set_name is not None:
-        _qrels_topics_check(path, rows, topic_set_name, id_map)
-    checksum = fileio.file_sha256(path)
-    adhoc = format == Qrels.FORMAT_ADHOC
+    reader = (
+        qrelsio.read_adhoc_qrels if format == Qrels.FORMAT_ADHOC else qrelsio.read_diversity_qrels
+    )
+    checksum = _sha256(path)
     with transaction.atomic():
         qrels = Qrels.objects.create(
-            name=name, format=format, source_file=path.name[:1000], checksum=checksum
+            name=name, format=format, source_file=path.name, checksum=checksum
         )
-        for start in range(0, len(rows), JUDGMENT_BATCH):
-            QrelsJudgment.objects.bulk_create(
+        batch: list[QrelsJudgment] = []
+        count = 0
+        for rec in reader(path):
+            _judgment_check(path, rec)
+            batch.append(
                 QrelsJudgment(
-                    qrels=qrels, topic_id=rec.topic_id,
-                    intent_id=rec.iteration if adhoc else rec.subtopic,
-                    docid=rec.docid, grade=rec.rel,
+                    qrels=qrels,
+                    topic_id=str(rec.topic_id),
+                    intent_id=rec.iteration if format == Qrels.FORMAT_ADHOC else rec.subtopic,
+                    docid=rec.docid,
+                    grade=rec.rel,
                 )
-                for _, rec in rows[start : start + JUDGMENT_BATCH]
             )
-        qrels.judgments_count = len(rows)
+            if len(batch) >= JUDGMENT_BATCH:
+                QrelsJudgment.objects.bulk_create(batch)
+                count += len(batch)
+                batch = []
+        if batch:
+            QrelsJudgment.objects.bulk_create(batch)
+            count += len(batch)
+        if count == 0:
+            raise ValueError(f"{path}: no judgments found")
+        qrels.judgments_count = count
         qrels.save(update_fields=["judgments_count"])
     return qrels
 
 
-def _qrels_topics_check(path: Path, rows, topic_set_name: str, id_map: str | None) -> None:
-    from crowd.selectors import topic_list, topic_set_get
-
-    topic_set_get(topic_set_name)  # ValueError naming the known sets
-    known = {t.topic_id for t in topic_list(topic_set_name)}
-    first_line: dict[str, int] = {}
-    for lineno, rec in rows:
-        if rec.topic_id not in known:
-            first_line.setdefault(rec.topic_id, lineno)
-    if first_line:
-        unknown = sorted(first_line, key=natural_key)
-        shown = ", ".join(f"{t} (line {first_line[t]})" for t in unknown[:20])
-        more = f" and {len(unknown) - 20} more" if len(unknown) > 20 else ""
-        hint = ("" if id_map else "; if the file writes ids with leading zeros ('01' for '1'), "
-                "use --id-map strip-zeros")
-        raise ValueError(
-            f"{path}: {len(unknown)} topic(s) not in topic set {topic_set_name!r}: "
-            f"{shown}{more}{hint}")
+def _judgment_check(path: Path, rec) -> None:
+    """Refuse values the table cannot hold, naming the offending judgment."""
+    second = getattr(rec, "subtopic", None) or getattr(rec, "iteration", "")
+    where = f"{path}: judgment {' '.join(map(str, rec))!r}"
+    if len(rec.topic_id) > 100 or len(second) > 100:
+        raise ValueError(f"{where}: topic and intent ids are at most 100 characters")
+    if len(rec.docid) > 255:
+        raise ValueError(f"{where}: docids are at most 255 characters")
+    if not -32768 <= rec.rel <= 32767:
+        raise ValueError(f"{where}: grade out of range")
 
 
 def qrels_delete(qrels: Qrels) -> None:

@@ -6,7 +6,7 @@ app_name = "pooling"
 
 urlpatterns = [
     path("", views.index, name="index"),
-    path("pools/build/", views.pool_build, name="pool_build"),
+    path("pools/build/", views.pool_build_view, name="pool_build"),
     path("pools/<str:ref>/", views.pool_detail, name="pool_detail"),
     path("analysis/growth/", views.growth, name="growth"),
     path("analysis/rbo/", views.rbo, name="rbo"),

@@ -1,7 +1,8 @@
 """Pages for organisers (staff): pools, qrels, and the pool analyses with inline SVG plots.
 
-Each view validates a form, calls selectors and renders. The small SVG plotter at the end
-draws server-side with no plotting library (and no scripts in the page).
+Each view validates a form, calls a selector, an analysis or a service, and renders. The
+small SVG plotter at the end draws server-side with no plotting library (and no scripts in
+the page).
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from django.views.decorators.http import require_POST
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
-from . import selectors, services
+from . import analysis, selectors, services
 
 staff_required = user_passes_test(lambda u: u.is_active and u.is_staff)
 
@@ -54,18 +55,22 @@ class PoolBuildForm(forms.Form):
     topic_set = forms.CharField(max_length=100)
     sources = forms.ChoiceField(choices=[("users", "users"), ("systems", "systems"),
                                          ("combined", "combined")])
-    depth = forms.IntegerField(min_value=1, initial=100)
-    strategy = forms.ChoiceField(choices=[("depth", "depth"), ("rbp", "rbp")])
+    depth = forms.IntegerField(
+        min_value=1, initial=100, required=False,
+        help_text="each ranking's top depth; rbp may leave it empty (the stored depth)")
+    strategy = forms.ChoiceField(choices=[("depth", "depth: shallowest rank first"),
+                                          ("rbp", "rbp: heaviest RBP weight first")])
     p = forms.FloatField(initial=0.95, min_value=0.001, max_value=0.999)
     budget = forms.IntegerField(min_value=1, required=False)
     budget_scope = forms.ChoiceField(choices=[("topic", "per topic"), ("global", "global")])
     model = forms.CharField(max_length=50, required=False)
+    collection = forms.CharField(max_length=100, required=False)
     name = forms.CharField(max_length=100, required=False)
 
 
 @staff_required
 @require_POST
-def pool_build(request):
+def pool_build_view(request):
     """Queue a pool build for a Celery worker (the task is sent once the pool is saved)."""
     form = PoolBuildForm(request.POST)
     if form.is_valid():
@@ -75,7 +80,8 @@ def pool_build(request):
                 topic_set_name=d["topic_set"], sources=d["sources"], depth=d["depth"],
                 strategy=d["strategy"], p=d["p"], budget=d["budget"],
                 budget_scope=d["budget_scope"], model_name=d["model"] or None,
-                name=d["name"] or None, enqueue=True,
+                collection_name=d["collection"] or None, name=d["name"] or None,
+                enqueue=True,
             )
         except ValueError as exc:
             form.add_error(None, str(exc))
@@ -118,8 +124,8 @@ def pool_detail(request, ref):
     if qrels_name and pool.status == pool.STATUS_DONE:
         qrels = selectors.qrels_get(qrels_name)
         ctx["qrels"] = qrels
-        ctx["coverage"] = selectors.pool_coverage(pool, qrels)
-        points = selectors.pool_rank_weight_points(pool, qrels, limit=SCATTER_POINTS)
+        ctx["coverage"] = analysis.pool_coverage(pool, qrels)
+        points = analysis.pool_rank_weight_points(pool, qrels, limit=SCATTER_POINTS)
         judged = [pt for pt in points if pt["judged"]]
         unjudged = [pt for pt in points if not pt["judged"]]
         ctx["scatter_svg"] = svg_plot(
@@ -164,6 +170,7 @@ class GrowthForm(forms.Form):
     topic_set = forms.CharField(max_length=100)
     depths = forms.CharField(initial="10,100", max_length=100)
     model = forms.CharField(max_length=50, required=False)
+    collection = forms.CharField(max_length=100, required=False)
     orders = forms.IntegerField(initial=10, min_value=1, max_value=200)
     seed = forms.IntegerField(initial=0, min_value=0)
 
@@ -180,9 +187,10 @@ def growth(request):
         results, errors = {}, []
         for sources in ("users", "systems"):
             try:
-                results[sources] = selectors.pool_growth_analysis(
+                results[sources] = analysis.pool_growth_analysis(
                     d["topic_set"], sources=sources, depths=d["depths"],
-                    model_name=d["model"] or None, orders=d["orders"], seed=d["seed"],
+                    model_name=d["model"] or None, collection_name=d["collection"] or None,
+                    orders=d["orders"], seed=d["seed"],
                 )
             except ValueError as exc:
                 errors.append(str(exc))
@@ -200,6 +208,8 @@ def growth(request):
                     series.append({"label": f"{sources} @{depth}", "xs": curve["n"],
                                    "ys": curve["random"]})
                     fits.append({"sources": sources, "depth": depth, **res["fit"][depth],
+                                 "contributor": res["contributor"],
+                                 "ordered_by": res["ordered_by"],
                                  "contributors": curve["n"][-1],
                                  "final_size": curve["random"][-1]})
             ctx["fits"] = fits
@@ -218,6 +228,11 @@ class RBOForm(forms.Form):
         choices=[("titles", "title-query ranking"), ("pairs", "all pairs")], initial="titles"
     )
     model = forms.CharField(max_length=50, required=False)
+    collection = forms.CharField(max_length=100, required=False)
+    test = forms.ChoiceField(
+        choices=[("topic", "per topic: Wilcoxon signed-rank over topic means"),
+                 ("pair", "pair-level: Mann-Whitney U over pairs (anti-conservative)")],
+        initial="topic")
 
 
 @staff_required
@@ -227,9 +242,10 @@ def rbo(request):
     if form.is_valid():
         d = form.cleaned_data
         try:
-            res = selectors.rbo_analysis(
+            res = analysis.rbo_analysis(
                 d["topic_set"], p=d["p"], reference=d["reference"],
-                model_name=d["model"] or None,
+                model_name=d["model"] or None, collection_name=d["collection"] or None,
+                test=d["test"],
             )
         except ValueError as exc:
             form.add_error(None, str(exc))

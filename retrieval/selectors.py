@@ -6,6 +6,7 @@ from typing import Iterable, Iterator
 
 import numpy as np
 from django.db import connection
+from django.db.models import Max, Q
 
 from .models import Collection, Docid, RetrievalModel, Run, RunQuery
 from .rankings import DOCID_DTYPE, SCORE_DTYPE
@@ -55,40 +56,102 @@ def run_list(topic_set_name: str | None = None):
     return qs
 
 
+@dataclass(frozen=True)
+class UserRankingSource:
+    """The run whose rankings stand for the user variants of one (collection, model): the
+    newest finished variants run of the topic set with that collection and model."""
+
+    run_id: int
+    collection: str | None
+    model: str | None
+    depth: int
+
+
+def user_ranking_sources(topic_set_name: str) -> list[UserRankingSource]:
+    """One source per (collection, model) that has a finished variants run, ordered by
+    collection then model name (one query)."""
+    rows = (
+        Run.objects.filter(topic_set__name=topic_set_name, kind=Run.KIND_RETRIEVAL,
+                           source="variants", status="done")
+        .order_by("-created", "-id")
+        .values_list("id", "collection__name", "model__name", "depth")
+    )
+    newest: dict[tuple, UserRankingSource] = {}
+    for run_id, collection, model, depth in rows:
+        newest.setdefault((collection, model), UserRankingSource(run_id, collection, model, depth))
+    return sorted(newest.values(), key=lambda s: (s.collection or "", s.model or ""))
+
+
+def _names(values) -> str:
+    return ", ".join(sorted({v or "(none)" for v in values}))
+
+
+def user_ranking_source_get(
+    topic_set_name: str, *, model_name: str | None = None, collection_name: str | None = None
+) -> UserRankingSource | None:
+    """The one source of user rankings a pool or an analysis may use, or None when the topic
+    set has no finished variants run (of that model and collection).
+
+    A person must count once: when rankings of more than one model (or collection) remain
+    after the filters, this raises naming them instead of choosing or adding them up.
+    """
+    sources = user_ranking_sources(topic_set_name)
+    if model_name is not None:
+        sources = [s for s in sources if s.model == model_name]
+    if collection_name is not None:
+        sources = [s for s in sources if s.collection == collection_name]
+    if len({s.model for s in sources}) > 1:
+        raise ValueError(
+            f"topic set {topic_set_name!r} has user rankings from more than one model "
+            f"({_names(s.model for s in sources)}); choose one model so that every person "
+            "counts once"
+        )
+    if len(sources) > 1:
+        raise ValueError(
+            f"topic set {topic_set_name!r} has user rankings of model {sources[0].model!r} "
+            f"over more than one collection ({_names(s.collection for s in sources)}); "
+            "choose one collection so that every person counts once"
+        )
+    return sources[0] if sources else None
+
+
+def _contributing(topic_set_name, sources, model_name, collection_name) -> Q:
+    """The RunQuery filter selecting the contributing runs of :func:`ranking_records`."""
+    sources = set(sources)
+    unknown = sources - {"user", "system"}
+    if unknown:
+        raise ValueError(f"unknown ranking source(s) {sorted(unknown)}; use user and/or system")
+    runs = Q(pk__in=[])
+    if "user" in sources:
+        chosen = user_ranking_source_get(topic_set_name, model_name=model_name,
+                                         collection_name=collection_name)
+        if chosen is not None:
+            runs |= Q(run_id=chosen.run_id)
+    if "system" in sources:
+        runs |= Q(run__kind=Run.KIND_SYSTEM, run__status="done")
+    return runs
+
+
 def ranking_records(
     topic_set_name: str,
     *,
     sources: Iterable[str] = ("user", "system"),
     model_name: str | None = None,
     collection_name: str | None = None,
-    run_ids: Iterable[int] | None = None,
     topic_ids: Iterable[str] | None = None,
 ) -> Iterator[RankingRecord]:
-    """Stream every stored ranking of a topic set, as packed arrays.
+    """Stream the rankings that contribute to pools and analyses of a topic set, as packed
+    arrays.
 
-    User rankings come from finished retrieval runs over user variants (optionally of one
-    model / collection); system rankings from imported system runs. Order: topic id, then
-    source, then run id, then label — deterministic.
+    Only finished runs contribute. User rankings: one per variant, from the newest finished
+    variants run of the one (collection, model) that :func:`user_ranking_source_get`
+    allows — never two models or two runs of one person's query. System rankings: one per
+    finished imported run (tags are unique per topic set). Order: topic id, then source,
+    then run id, then label — deterministic.
     """
-    sources = set(sources)
-    unknown = sources - {"user", "system"}
-    if unknown:
-        raise ValueError(f"unknown ranking source(s) {sorted(unknown)}; use user and/or system")
-    qs = RunQuery.objects.filter(run__topic_set__name=topic_set_name, ranking__isnull=False)
-    kinds = []
-    if "user" in sources:
-        kinds.append(Run.KIND_RETRIEVAL)
-    if "system" in sources:
-        kinds.append(Run.KIND_SYSTEM)
-    qs = qs.filter(run__kind__in=kinds)
-    if "user" in sources:
-        qs = qs.exclude(run__kind=Run.KIND_RETRIEVAL, run__source__in=["titles", "descriptions"])
-    if model_name is not None:
-        qs = qs.filter(_kind_q(Run.KIND_SYSTEM) | _model_q(model_name))
-    if collection_name is not None:
-        qs = qs.filter(_kind_q(Run.KIND_SYSTEM) | _collection_q(collection_name))
-    if run_ids is not None:
-        qs = qs.filter(run_id__in=list(run_ids))
+    qs = RunQuery.objects.filter(
+        _contributing(topic_set_name, sources, model_name, collection_name),
+        run__topic_set__name=topic_set_name, ranking__isnull=False)
     if topic_ids is not None:
         qs = qs.filter(topic__topic_id__in=[str(t) for t in topic_ids])
     rows = qs.order_by("topic__topic_id", "run__kind", "run_id", "label").values_list(
@@ -114,22 +177,14 @@ def ranking_records(
         )
 
 
-def _kind_q(kind):
-    from django.db.models import Q
-
-    return Q(run__kind=kind)
-
-
-def _model_q(model_name):
-    from django.db.models import Q
-
-    return Q(run__model__name=model_name)
-
-
-def _collection_q(collection_name):
-    from django.db.models import Q
-
-    return Q(run__collection__name=collection_name)
+def ranking_depth(topic_set_name: str, *, sources: Iterable[str] = ("user", "system"),
+                  model_name: str | None = None, collection_name: str | None = None) -> int:
+    """The length of the longest contributing ranking (0 when there is none): the depth to
+    which the stored rankings reach."""
+    runs = _contributing(topic_set_name, sources, model_name, collection_name)
+    got = RunQuery.objects.filter(runs, run__topic_set__name=topic_set_name).aggregate(
+        longest=Max("ranking__length"))["longest"]
+    return int(got or 0)
 
 
 DOCID_RANGE_DENSITY = 0.25  # wanted ids ≥ this share of their id span: scan the span

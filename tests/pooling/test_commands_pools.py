@@ -57,10 +57,16 @@ def test_build_pool_errors_are_command_errors(rankings_db):
         run("build_pool", "--topic-set", "nope", "--sources", "users", "--depth", "2")
     with pytest.raises(CommandError, match="depth"):
         run("build_pool", "--topic-set", "ts", "--sources", "users", "--depth", "0")
-    with pytest.raises(CommandError, match="no stored users rankings for model 'qld'"):
+    with pytest.raises(CommandError, match="no finished user-variant rankings of model 'qld'"):
         run("build_pool", "--topic-set", "ts", "--sources", "users", "--depth", "2",
             "--model", "qld")
-    assert Pool.objects.get().status == "failed"
+    pool = Pool.objects.get()
+    assert pool.status == "failed"
+    # a sentence to act on, not an exception class
+    assert pool.error.startswith("Topic set 'ts' has no finished user-variant rankings")
+    assert "run_retrieval --source variants" in pool.error and "ValueError" not in pool.error
+    with pytest.raises(CommandError, match="give a depth"):
+        run("build_pool", "--topic-set", "ts", "--sources", "users")
 
 
 @pytest.mark.django_db

@@ -9,7 +9,7 @@ import pytest
 import rbo as rbo_reference  # the `rbo` package, an independent implementation
 from django.urls import reverse
 
-from pooling import selectors, services
+from pooling import analysis, services
 from tests.pooling.test_django_pools import (  # noqa: F401  (fixture)
     SYSTEM_RANKINGS,
     TITLE_RANKINGS,
@@ -42,7 +42,7 @@ def small_qrels(db, tmp_path):
 @pytest.mark.django_db
 def test_coverage_on_a_small_case(rankings_db, small_qrels):
     pool = build(sources="users", depth=2)  # topic 1: a b c f; topic 2: b d
-    cov = selectors.pool_coverage(pool, small_qrels)
+    cov = analysis.pool_coverage(pool, small_qrels)
     rows = {r["topic"]: r for r in cov["rows"]}
     assert (rows["1"]["size"], rows["1"]["relevant"], rows["1"]["nonrelevant"],
             rows["1"]["unjudged"]) == (4, 1, 1, 2)
@@ -60,49 +60,52 @@ def test_coverage_on_a_small_case(rankings_db, small_qrels):
 def test_rank_weight_points_mark_judged_documents(rankings_db, small_qrels):
     pool = build(sources="users", depth=2, strategy="rbp", p=0.5)
     points = {(pt["topic"], pt["docid"]): pt for pt in
-              selectors.pool_rank_weight_points(pool, small_qrels)}
+              analysis.pool_rank_weight_points(pool, small_qrels)}
     assert points[("1", "doc-a")]["judged"] and points[("1", "doc-a")]["relevant"]
     assert points[("1", "doc-c")]["judged"] and not points[("1", "doc-c")]["relevant"]
     assert not points[("1", "doc-f")]["judged"]
     assert points[("1", "doc-c")]["min_rank"] == 1
     assert points[("1", "doc-c")]["weight"] == pytest.approx(2 * 0.5)
-    assert len(selectors.pool_rank_weight_points(pool, small_qrels, limit=3)) == 3
+    assert len(analysis.pool_rank_weight_points(pool, small_qrels, limit=3)) == 3
 
 
 # --- growth ------------------------------------------------------------------------------
 
 
 @pytest.mark.django_db
-def test_user_growth_in_worker_order_and_random_orders(rankings_db):
-    res = selectors.pool_growth_analysis("ts", sources="users", depths=[2], orders=200, seed=1)
+def test_user_growth_counts_answers_in_worker_order_and_random_orders(rankings_db):
+    res = analysis.pool_growth_analysis("ts", sources="users", depths=[2], orders=200, seed=1)
     curve = res["curves"][2]
-    # topic 1: w1 and w2 typed v1 (c a), w3 typed v2 (f b); topic 2: w1 typed v1 (b d)
+    # topic 1: w1 and w2 typed v1 (c a), w3 typed v2 (f b); topic 2: w1 typed v1 (b d).
+    # No answers are listed by the crowd app here, so the run's worker ids give the order.
+    assert res["contributors"] == {"1": 3, "2": 1} and res["contributor"] == "answer"
     assert curve["n"] == [1, 2, 3]
     assert curve["topics"] == [2, 1, 1]
     assert curve["ordered"] == [2.0, 2.0, 4.0]
     assert curve["random"][0] == 2.0 and curve["random"][2] == 4.0
-    # after two people: both typed v1 with probability 1/3 (2 docs), else 4 docs
+    # after two answers: both of v1 with probability 1/3 (2 docs), else 4 docs
     assert curve["random"][1] == pytest.approx(10 / 3, abs=0.25)
-    assert set(res["fit"][2]) == {"c", "x"} and res["fit"][2]["x"] > 0
+    # topic 2 has one answer: no range of n that every topic reaches twice, no fit
+    fit = res["fit"][2]
+    assert fit["range"] == [1, 1] and fit["x"] is None and "only 1 contributor" in fit["note"]
 
 
 @pytest.mark.django_db
-def test_system_growth_and_its_loglog_exponent(rankings_db):
-    res = selectors.pool_growth_analysis("ts", sources="systems", depths=[1, 2], orders=5)
+def test_system_growth_by_run_name(rankings_db):
+    res = analysis.pool_growth_analysis("ts", sources="systems", depths=[1, 2], orders=5)
     curve = res["curves"][2]
     # topic 1: sysA (d c) then sysB (c f): 2, 3; topic 2: sysA (a): 1
     assert curve["ordered"] == [1.5, 3.0] == curve["random"]
-    # 1.5 = c*2*1**x and 3 = c*2*2**x  =>  x = 1, c = 0.75
-    assert res["fit"][2]["x"] == pytest.approx(1.0)
-    assert res["fit"][2]["c"] == pytest.approx(0.75)
+    assert curve["topics"] == [2, 1]
     # depth 1: topic 1 gets d then c; topic 2 gets a; n = 2 averages topic 1 alone
     assert res["curves"][1]["ordered"] == [1.0, 2.0]
+    assert res["contributors"] == {"1": 2, "2": 1} and res["ordered_by"] == "run name"
 
 
 @pytest.mark.django_db
 def test_growth_refuses_combined_sources(rankings_db):
     with pytest.raises(ValueError, match="users or systems"):
-        selectors.pool_growth_analysis("ts", sources="combined", depths=[2])
+        analysis.pool_growth_analysis("ts", sources="combined", depths=[2])
 
 
 # --- RBO ---------------------------------------------------------------------------------
@@ -110,7 +113,7 @@ def test_growth_refuses_combined_sources(rankings_db):
 
 @pytest.mark.django_db
 def test_rbo_of_user_rankings_against_the_title_ranking(rankings_db):
-    res = selectors.rbo_analysis("ts", p=0.9, reference="titles")
+    res = analysis.rbo_analysis("ts", p=0.9, reference="titles")
     got = {(r["topic"], r["a"]): r for r in res["user"]}
     assert set(got) == {("1", "v1"), ("1", "v2"), ("2", "v1")}
     for topic, variants in USER_RANKINGS.items():
@@ -123,15 +126,24 @@ def test_rbo_of_user_rankings_against_the_title_ranking(rankings_db):
     want = rbo_reference.RankingSimilarity(
         SYSTEM_RANKINGS["sysA"]["1"], SYSTEM_RANKINGS["sysB"]["1"]).rbo_ext(p=0.9)
     assert res["system"][0]["ext"] == pytest.approx(want, abs=1e-9)
-    mw = res["mann_whitney"]
-    assert (mw["n_user"], mw["n_system"]) == (3, 1)
-    assert 0.0 <= mw["p_value"] <= 1.0
+    # one value per topic: only topic 1 has both user pairs and a system pair
+    (row,) = res["per_topic"]
+    assert row["topic"] == "1" and (row["user_pairs"], row["system_pairs"]) == (2, 1)
+    assert row["user_mean"] == pytest.approx((got[("1", "v1")]["ext"] + got[("1", "v2")]["ext"]) / 2)
+    assert row["system_mean"] == pytest.approx(res["system"][0]["ext"])
+    test = res["test"]
+    assert (test["level"], test["name"], test["topics"]) == ("topic", "Wilcoxon signed-rank", 1)
+    # one topic: W+ is 0 (p = 1/2) or 1 (p = 1) under the exact null
+    assert test["p_value"] == (0.5 if row["user_mean"] < row["system_mean"] else 1.0)
     assert res["summary"]["user"]["pairs"] == 3
+    pair = analysis.rbo_analysis("ts", p=0.9, reference="titles", test="pair")["test"]
+    assert (pair["level"], pair["n_user"], pair["n_system"]) == ("pair", 3, 1)
+    assert "anti-conservative" in pair["note"] and 0.0 <= pair["p_value"] <= 1.0
 
 
 @pytest.mark.django_db
 def test_rbo_of_all_user_pairs(rankings_db):
-    res = selectors.rbo_analysis("ts", p=0.8, reference="pairs")
+    res = analysis.rbo_analysis("ts", p=0.8, reference="pairs")
     assert [(r["topic"], r["a"], r["b"]) for r in res["user"]] == [("1", "v1", "v2")]
     want = rbo_reference.RankingSimilarity(["doc-c", "doc-a", "doc-e"],
                                            ["doc-f", "doc-b"]).rbo_ext(p=0.8)
@@ -141,8 +153,13 @@ def test_rbo_of_all_user_pairs(rankings_db):
 
 @pytest.mark.django_db
 def test_rbo_against_titles_needs_a_title_run(rankings_db):
-    with pytest.raises(ValueError, match="no finished title-query run"):
-        selectors.rbo_analysis("ts", reference="titles", model_name="qld")
+    from retrieval.models import Run
+
+    Run.objects.filter(source="titles").update(status="failed")
+    with pytest.raises(ValueError, match="no finished title-query run of model 'bm25'"):
+        analysis.rbo_analysis("ts", reference="titles")
+    with pytest.raises(ValueError, match="no finished user-variant run of model 'qld'"):
+        analysis.rbo_analysis("ts", reference="titles", model_name="qld")
 
 
 # --- pages -------------------------------------------------------------------------------
@@ -186,13 +203,18 @@ def test_pages_render_for_staff(rankings_db, small_qrels, staff_client):
     growth = staff_client.get(page_urls(pool.id, "small")[3]).content.decode()
     assert "<svg" in growth and "users @2" in growth and "systems @2" in growth
     rbo_page = staff_client.get(page_urls(pool.id, "small")[4]).content.decode()
-    assert "Mann-Whitney" in rbo_page and "<svg" in rbo_page
+    assert "Wilcoxon signed-rank" in rbo_page and "<svg" in rbo_page
+    pair_page = staff_client.get(page_urls(pool.id, "small")[4] + "&test=pair").content.decode()
+    assert "Pair-level" in pair_page and "anti-conservative" in pair_page
 
 
 @pytest.mark.django_db
 def test_pages_report_bad_input_without_crashing(rankings_db, staff_client):
     r = staff_client.get(reverse("pooling:growth") + "?topic_set=nope&depths=2&orders=1&seed=0")
     assert r.status_code == 200 and "has no stored users rankings" in r.content.decode()
+    # the growth page counts answers and shows the range every topic reaches
+    r = staff_client.get(reverse("pooling:growth") + "?topic_set=ts&depths=2&orders=1&seed=0")
+    assert "users (answers)" in r.content.decode() and "systems (runs)" in r.content.decode()
     r = staff_client.get(reverse("pooling:growth") + "?topic_set=ts&depths=x&orders=1&seed=0")
     assert r.status_code == 200 and "whole numbers" in r.content.decode()
     assert staff_client.get(reverse("pooling:pool_detail", args=[999])).status_code == 404
@@ -234,7 +256,7 @@ def test_rbo_with_tied_scores_uses_docid_strings_for_ties(rankings_db):
     topic = rankings_db.topics.get(topic_id="1")
     RunQuery.objects.create(run=run, topic=topic, label="sysT",
                             ranking=make_ranking(ids, ["doc-b", "doc-e"], [1.0, 1.0]))
-    res = selectors.rbo_analysis("ts", p=0.9, reference="pairs")
+    res = analysis.rbo_analysis("ts", p=0.9, reference="pairs")
     got = {(r["a"], r["b"]): r for r in res["system"] if r["topic"] == "1"}
     assert set(got) == {("sysA", "sysB"), ("sysA", "sysT"), ("sysB", "sysT")}
     want = rbo_maths.rbo(SYSTEM_RANKINGS["sysA"]["1"], ["doc-b", "doc-e"], 0.9,

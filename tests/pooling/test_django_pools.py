@@ -181,10 +181,13 @@ def test_rbp_budget_per_topic_keeps_the_highest_priority_documents(rankings_db):
 def test_build_without_rankings_marks_the_pool_failed(db):
     make_topic_set("empty")
     pool = services.pool_create(topic_set_name="empty", sources="users", depth=10)
-    with pytest.raises(ValueError, match="no stored users rankings"):
+    with pytest.raises(ValueError, match="no finished user-variant rankings"):
         services.pool_build(pool.id)
     pool.refresh_from_db()
-    assert pool.status == Pool.STATUS_FAILED and "no stored" in pool.error
+    assert pool.status == Pool.STATUS_FAILED
+    assert pool.error == ("Topic set 'empty' has no finished user-variant rankings: run "
+                          "retrieval over the variants (run_retrieval --source variants) "
+                          "first, or choose another model.")
 
 
 @pytest.mark.django_db

@@ -112,5 +112,5 @@ def test_build_pool_async_runs_on_a_real_worker(celery_worker_process, rankings_
     call_command("build_pool", "--topic-set", "ts", "--sources", "users", "--depth", "2",
                  "--model", "qld", "--name", "no-rankings", "--async", stdout=StringIO())
     failed = _wait_for(Pool.objects.get(name="no-rankings").id, 60, log)
-    assert failed.status == Pool.STATUS_FAILED and "no stored users rankings" in failed.error
+    assert failed.status == Pool.STATUS_FAILED and "no finished user-variant rankings" in failed.error
     assert proc.poll() is None  # the worker survived both

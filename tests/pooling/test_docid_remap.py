@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from pooling import selectors
-from pooling.selectors import DocidRemap
+from pooling import remap as remap_module
+from pooling.selectors import docid_remap
 from retrieval.services import docids_ensure
 
 pytestmark = pytest.mark.django_db
@@ -12,7 +12,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture(params=["table", "search"])
 def remap_kind(request, monkeypatch):
     if request.param == "search":
-        monkeypatch.setattr(selectors, "LOOKUP_MAX_SPAN", 0)
+        monkeypatch.setattr(remap_module, "LOOKUP_MAX_SPAN", 0)
     return request.param
 
 
@@ -21,7 +21,7 @@ def test_dense_ids_follow_string_order(remap_kind):
     ids = docids_ensure(names)
     a = np.array([ids["doc-2"], ids["doc-10"], ids["doc-39"]], dtype=np.int32)
     b = np.array([ids["doc-10"], ids["doc-1"]], dtype=np.int32)
-    remap = DocidRemap.from_arrays([a, b, np.zeros(0, np.int32)])
+    remap = docid_remap([a, b, np.zeros(0, np.int32)])
     assert (remap.table is not None) == (remap_kind == "table")
     ordered = sorted(["doc-2", "doc-10", "doc-39", "doc-1"])
     assert [remap.string_of_dense(k) for k in range(4)] == ordered
@@ -34,5 +34,5 @@ def test_dense_ids_follow_string_order(remap_kind):
 
 
 def test_nothing_to_remap():
-    remap = DocidRemap.from_arrays([])
-    assert remap.vocab.size == 0 and remap.strings == {}
+    remap = docid_remap([])
+    assert remap.vocab.size == 0 and remap.strings() == {}

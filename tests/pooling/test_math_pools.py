@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from pooling.pools import (
     Contribution,
-    pool_build,
+    pool_compute,
     rbp_weights,
     round_weights,
     validate_pool_params,
@@ -56,7 +56,7 @@ def test_rbp_weights_p_095_formula():
 
 def test_ties_broken_by_docid():
     # every document seen once at rank 1 by one ranking: all weights equal
-    pools = pool_build([C("t", [9]), C("t", [3]), C("t", [5])], depth=1, p=0.8)
+    pools = pool_compute([C("t", [9]), C("t", [3]), C("t", [5])], depth=1, p=0.8)
     assert pools["t"].docids.tolist() == [3, 5, 9]
     assert np.all(pools["t"].weights == pytest.approx(0.2))
 
@@ -67,7 +67,7 @@ def test_depth_pool_hand_computed():
         C("1", [3, 7]),
         C("2", [1]),
     ]
-    pools = pool_build(cs, strategy="depth", depth=2, p=0.5)
+    pools = pool_compute(cs, strategy="depth", depth=2, p=0.5)
     assert list(pools) == ["1", "2"]
     t1 = pools["1"]
     # 5: 2 * 1/2 = 1; 3: 2 * 1/4 + 1/2 = 1; 7: 1/4 -> (1, 3), (1, 5), (1/4, 7)
@@ -83,10 +83,10 @@ def test_depth_pool_hand_computed():
 
 def test_budget_topic_scope():
     cs = [C("a", [1, 2, 3, 4]), C("a", [2, 1, 5])]
-    pools = pool_build(cs, strategy="rbp", depth=4, p=0.5, budget=2)
+    pools = pool_compute(cs, strategy="rbp", depth=4, p=0.5, budget=2)
     # 1: 1/2 + 1/4; 2: 1/4 + 1/2 -> tie, docid order; then 3 and 5 (1/8) ...
     assert pools["a"].docids.tolist() == [1, 2]
-    full = pool_build(cs, strategy="rbp", depth=4, p=0.5)["a"]
+    full = pool_compute(cs, strategy="rbp", depth=4, p=0.5)["a"]
     assert full.docids.tolist() == [1, 2, 3, 5, 4]
     assert full.weights.tolist() == [0.75, 0.75, 0.125, 0.125, 0.0625]
 
@@ -98,31 +98,56 @@ def test_budget_global_scope():
         C("y", [4, 6]),  # 4: 1; 5, 6: 1/4
         C("z", [7]),  # 1/2
     ]
-    pools = pool_build(cs, strategy="rbp", depth=3, p=0.5, budget=4, budget_scope="global")
+    pools = pool_compute(cs, strategy="rbp", depth=3, p=0.5, budget=4, budget_scope="global")
     # global order: (1, y, 4), (1/2, x, 1), (1/2, z, 7), (1/4, x, 2), (1/4, y, 5), ...
     assert {t: p.docids.tolist() for t, p in pools.items()} == {"x": [1, 2], "y": [4], "z": [7]}
-    pools = pool_build(cs, strategy="rbp", depth=3, p=0.5, budget=1, budget_scope="global")
+    pools = pool_compute(cs, strategy="rbp", depth=3, p=0.5, budget=1, budget_scope="global")
     assert {t: p.docids.tolist() for t, p in pools.items()} == {"x": [], "y": [4], "z": []}
+
+
+def test_strategies_order_the_same_documents_differently():
+    cs = [C("a", [1, 2, 3]), C("a", [4, 1]), C("a", [5, 6], "user", 3), C("b", [7, 8])]
+    # p = 1/2. weights: 1: 1/2 + 1/4; 2: 1/4; 3: 1/8; 4: 1/2; 5: 3 * 1/2; 6: 3 * 1/4
+    # shallowest ranks: 1, 4, 5 at rank 1; 2, 6 at rank 2; 3 at rank 3
+    depth = pool_compute(cs, strategy="depth", depth=3, p=0.5)
+    rbp = pool_compute(cs, strategy="rbp", depth=3, p=0.5)
+    assert depth["a"].docids.tolist() == [5, 1, 4, 6, 2, 3]  # (min_rank, -weight, docid)
+    assert rbp["a"].docids.tolist() == [5, 1, 6, 4, 2, 3]  # (-weight, docid)
+    assert depth["a"].min_rank.tolist() == [1, 1, 1, 2, 2, 3]
+    assert rbp["a"].weights.tolist() == [1.5, 0.75, 0.75, 0.5, 0.25, 0.125]
+    # a budget cuts either order
+    assert pool_compute(cs, strategy="depth", depth=3, p=0.5, budget=3)["a"].docids.tolist() == [
+        5, 1, 4]
+    assert pool_compute(cs, strategy="rbp", depth=3, p=0.5, budget=3)["a"].docids.tolist() == [
+        5, 1, 6]
+    # over all topics: rank-1 documents of a (5, 1, 4) and b (7) come before any rank 2
+    glob = pool_compute(cs, strategy="depth", depth=3, p=0.5, budget=4, budget_scope="global")
+    assert {t: tp.docids.tolist() for t, tp in glob.items()} == {"a": [5, 1, 4], "b": [7]}
+    glob = pool_compute(cs, strategy="depth", depth=3, p=0.5, budget=5, budget_scope="global")
+    assert {t: tp.docids.tolist() for t, tp in glob.items()} == {"a": [5, 1, 4, 6], "b": [7]}
+    glob = pool_compute(cs, strategy="rbp", depth=3, p=0.5, budget=4, budget_scope="global")
+    # 4 (topic a) and 7 (topic b) tie at 1/2: the topic id decides
+    assert {t: tp.docids.tolist() for t, tp in glob.items()} == {"a": [5, 1, 6, 4], "b": []}
 
 
 def test_validation_messages():
     ok = [C("t", [1])]
     with pytest.raises(ValueError, match="0 < p < 1"):
-        pool_build(ok, depth=1, p=1.0)
+        pool_compute(ok, depth=1, p=1.0)
     with pytest.raises(ValueError, match="0 < p < 1"):
-        pool_build(ok, depth=1, p=0.0)
+        pool_compute(ok, depth=1, p=0.0)
     with pytest.raises(ValueError, match="depth must be >= 1"):
-        pool_build(ok, depth=0)
+        pool_compute(ok, depth=0)
     with pytest.raises(ValueError, match="budget"):
-        pool_build(ok, depth=1, budget=0)
+        pool_compute(ok, depth=1, budget=0)
     with pytest.raises(ValueError, match="strategy"):
-        pool_build(ok, depth=1, strategy="rrf")
+        pool_compute(ok, depth=1, strategy="rrf")
     with pytest.raises(ValueError, match="budget_scope"):
-        pool_build(ok, depth=1, budget=1, budget_scope="run")
+        pool_compute(ok, depth=1, budget=1, budget_scope="run")
     with pytest.raises(ValueError, match="more than once within depth 3"):
-        pool_build([C("t", [5, 6]), C("t", [1, 2, 1])], depth=3)
+        pool_compute([C("t", [5, 6]), C("t", [1, 2, 1])], depth=3)
     # beyond the depth a repeat does not matter
-    assert pool_build([C("t", [1, 2, 1])], depth=2)["t"].docids.tolist() == [1, 2]
+    assert pool_compute([C("t", [1, 2, 1])], depth=2)["t"].docids.tolist() == [1, 2]
     with pytest.raises(ValueError, match="more than once"):
         rbp_weights([np.array([3, 3])], 0.5, 2)
     with pytest.raises(ValueError, match="non-negative"):
@@ -137,20 +162,20 @@ def test_validation_messages():
 
 
 def test_empty_and_short_rankings():
-    pools = pool_build([C("t", []), C("t", [4, 2])], depth=5, p=0.5)
+    pools = pool_compute([C("t", []), C("t", [4, 2])], depth=5, p=0.5)
     assert pools["t"].docids.tolist() == [4, 2]
-    assert pool_build([], depth=3) == {}
+    assert pool_compute([], depth=3) == {}
 
 
 def test_large_ids_use_the_sorting_path():
     big = 10**15
     cs = [C("t", [big + 5, 7, big]), C("t", [7, big + 5])]
-    pool = pool_build(cs, depth=3, p=0.5)["t"]
+    pool = pool_compute(cs, depth=3, p=0.5)["t"]
     assert pool.docids.tolist() == [7, big + 5, big]
     assert pool.weights.tolist() == [0.75, 0.75, 0.125]
     assert pool.min_rank.tolist() == [1, 1, 3]
     with pytest.raises(ValueError, match="more than once"):
-        pool_build([C("t", [big, 1, big])], depth=3)
+        pool_compute([C("t", [big, 1, big])], depth=3)
 
 
 def test_round_weights():
@@ -202,9 +227,9 @@ def _naive(spec, depth, p):
 
 
 @settings(max_examples=150, deadline=None)
-@given(rankings_st, st.integers(1, 16), st.floats(0.05, 0.99))
-def test_pool_matches_naive_definition(spec, depth, p):
-    pool = pool_build(_contribs(spec), depth=depth, p=p).get("t")
+@given(rankings_st, st.integers(1, 16), st.floats(0.05, 0.99), st.sampled_from(["depth", "rbp"]))
+def test_pool_matches_naive_definition(spec, depth, p, strategy):
+    pool = pool_compute(_contribs(spec), strategy=strategy, depth=depth, p=p).get("t")
     w, users, systems, minr = _naive(spec, depth, p)
     if pool is None:
         assert not w
@@ -216,6 +241,8 @@ def test_pool_matches_naive_definition(spec, depth, p):
         assert pool.systems[i] == systems[d]
         assert pool.min_rank[i] == minr[d]
     key = [(-x, d) for x, d in zip(pool.weights.tolist(), pool.docids.tolist())]
+    if strategy == "depth":  # shallowest rank first, then weight, then docid
+        key = [(int(m), *k) for m, k in zip(pool.min_rank.tolist(), key)]
     assert key == sorted(key)
 
 
@@ -227,9 +254,9 @@ def test_sorting_fallback_gives_the_same_pool(spec, depth, p):
 
     from pooling import pools as pools_module
 
-    a = pool_build(_contribs(spec), depth=depth, p=p).get("t")
+    a = pool_compute(_contribs(spec), depth=depth, p=p).get("t")
     with mock.patch.object(pools_module, "_TABLE_MAX", 0):
-        b = pool_build(_contribs(spec), depth=depth, p=p).get("t")
+        b = pool_compute(_contribs(spec), depth=depth, p=p).get("t")
     if a is None:
         assert b is None
         return
@@ -240,8 +267,8 @@ def test_sorting_fallback_gives_the_same_pool(spec, depth, p):
 @settings(max_examples=100, deadline=None)
 @given(rankings_st, st.integers(1, 15), st.floats(0.05, 0.99))
 def test_depth_pools_nest(spec, depth, p):
-    a = pool_build(_contribs(spec), depth=depth, p=p).get("t")
-    b = pool_build(_contribs(spec), depth=depth + 1, p=p).get("t")
+    a = pool_compute(_contribs(spec), depth=depth, p=p).get("t")
+    b = pool_compute(_contribs(spec), depth=depth + 1, p=p).get("t")
     sa = set(a.docids.tolist()) if a else set()
     sb = set(b.docids.tolist()) if b else set()
     assert sa <= sb
@@ -251,8 +278,8 @@ def test_depth_pools_nest(spec, depth, p):
 @given(rankings_st, st.integers(1, 15), st.floats(0.05, 0.99), st.integers(1, 30))
 def test_budget_pool_is_the_top(spec, depth, p, budget):
     cs = _contribs(spec)
-    full = pool_build(cs, strategy="rbp", depth=depth, p=p).get("t")
-    cut = pool_build(cs, strategy="rbp", depth=depth, p=p, budget=budget).get("t")
+    full = pool_compute(cs, strategy="rbp", depth=depth, p=p).get("t")
+    cut = pool_compute(cs, strategy="rbp", depth=depth, p=p, budget=budget).get("t")
     if full is None:
         return
     n = min(budget, len(full))
@@ -266,8 +293,8 @@ def test_budget_pool_is_the_top(spec, depth, p, budget):
 @given(rankings_st, rankings_st, st.integers(1, 10), st.integers(1, 25))
 def test_global_budget_takes_heaviest_overall(spec1, spec2, depth, budget):
     cs = _contribs(spec1, "A") + _contribs(spec2, "B")
-    full = pool_build(cs, strategy="rbp", depth=depth, p=0.7)
-    cut = pool_build(cs, strategy="rbp", depth=depth, p=0.7, budget=budget, budget_scope="global")
+    full = pool_compute(cs, strategy="rbp", depth=depth, p=0.7)
+    cut = pool_compute(cs, strategy="rbp", depth=depth, p=0.7, budget=budget, budget_scope="global")
     allw = sorted(
         ((-w, t, d) for t, tp in full.items() for w, d in zip(tp.weights.tolist(), tp.docids.tolist()))
     )
@@ -277,12 +304,28 @@ def test_global_budget_takes_heaviest_overall(spec1, spec2, depth, budget):
 
 
 @settings(max_examples=60, deadline=None)
+@given(rankings_st, rankings_st, st.integers(1, 10), st.integers(1, 25))
+def test_global_budget_of_a_depth_pool_takes_the_shallowest_overall(spec1, spec2, depth, budget):
+    cs = _contribs(spec1, "A") + _contribs(spec2, "B")
+    full = pool_compute(cs, strategy="depth", depth=depth, p=0.7)
+    cut = pool_compute(cs, strategy="depth", depth=depth, p=0.7, budget=budget,
+                       budget_scope="global")
+    every = sorted((m, -w, t, d) for t, tp in full.items() for m, w, d in zip(
+        tp.min_rank.tolist(), tp.weights.tolist(), tp.docids.tolist()))
+    chosen = {(t, d) for _, _, t, d in every[:budget]}
+    got = {(t, d) for t, tp in cut.items() for d in tp.docids.tolist()}
+    assert got == chosen
+    for t, tp in cut.items():  # each topic keeps the start of its own order
+        assert tp.docids.tolist() == full[t].docids.tolist()[: len(tp)]
+
+
+@settings(max_examples=60, deadline=None)
 @given(rankings_st, st.integers(1, 16), st.floats(0.05, 0.99), st.randoms(use_true_random=False))
 def test_bit_identical_under_reordering(spec, depth, p, rnd):
-    a = pool_build(_contribs(spec), depth=depth, p=p).get("t")
+    a = pool_compute(_contribs(spec), depth=depth, p=p).get("t")
     shuffled = list(spec)
     rnd.shuffle(shuffled)
-    b = pool_build(_contribs(shuffled), depth=depth, p=p).get("t")
+    b = pool_compute(_contribs(shuffled), depth=depth, p=p).get("t")
     if a is None:
         assert b is None
         return
@@ -295,13 +338,13 @@ def test_mathematically_equal_weights_tie_exactly():
     # rankings, so all four weights are mathematically equal.
     p = 0.9
     cs = [C("t", [1, 2, 3, 4]), C("t", [2, 3, 4, 1]), C("t", [3, 4, 1, 2]), C("t", [4, 1, 2, 3])]
-    pool = pool_build(cs, depth=4, p=p)["t"]
+    pool = pool_compute(cs, depth=4, p=p)["t"]
     assert np.all(pool.weights == pool.weights[0])
     assert pool.weights[0] == pytest.approx(1 - p**4, rel=1e-12)
     assert pool.docids.tolist() == [1, 2, 3, 4]
     # the same with user weights spread differently over the rankings
     cs = [C("t", [1, 2], "user", 2), C("t", [2, 1], "user", 1), C("t", [2, 1], "user", 1)]
-    pool = pool_build(cs, depth=2, p=p)["t"]
+    pool = pool_compute(cs, depth=2, p=p)["t"]
     assert pool.weights[0] == pool.weights[1]
     assert pool.docids.tolist() == [1, 2]
 
@@ -372,7 +415,7 @@ def test_depth_pool_equals_trectools(real_runs, depth):
 
     runs, paths, alldocs, contribs = real_runs
     theirs = TrecPoolMaker().make_pool([TrecRun(p) for p in paths], strategy="topX", topX=depth).pool
-    ours = pool_build(contribs, strategy="depth", depth=depth, p=0.8)
+    ours = pool_compute(contribs, strategy="depth", depth=depth, p=0.8)
     theirs = {str(t): v for t, v in theirs.items()}  # keys are str here, int() in its rbp path
     assert sorted(theirs) == sorted(ours)
     for t, tp in ours.items():
@@ -390,8 +433,8 @@ def test_rbp_pool_equals_trectools(real_runs, budget, p):
     theirs = TrecPoolMaker().make_pool(
         [TrecRun(p_) for p_ in paths], strategy="rbp", topX=budget, rbp_p=p
     ).pool
-    full = pool_build(contribs, strategy="rbp", depth=500, p=p)
-    ours = pool_build(contribs, strategy="rbp", depth=500, p=p, budget=budget)
+    full = pool_compute(contribs, strategy="rbp", depth=500, p=p)
+    ours = pool_compute(contribs, strategy="rbp", depth=500, p=p, budget=budget)
     for t, tp in ours.items():
         mine = {alldocs[i] for i in tp.docids.tolist()}
         got = set(theirs[int(t)])  # trectools int()s topic ids here
@@ -426,7 +469,7 @@ def test_rbp_weights_equal_pandas_sums_over_trectools_runs(real_runs):
         df["rbp"] = (1.0 - p) * p ** (df["rank"] - 1)
         frames.append(df)
     df = pd.concat(frames).groupby(["query", "docid"])["rbp"].sum()
-    ours = pool_build(contribs, strategy="rbp", depth=500, p=p)
+    ours = pool_compute(contribs, strategy="rbp", depth=500, p=p)
     n = 0
     for t, tp in ours.items():
         for d, w in zip(tp.docids.tolist(), tp.weights.tolist()):

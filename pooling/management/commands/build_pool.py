@@ -15,9 +15,18 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--topic-set", required=True)
         parser.add_argument("--sources", required=True, choices=["users", "systems", "combined"])
-        parser.add_argument("--depth", required=True, type=int)
-        parser.add_argument("--model", default=None, help="only user rankings of this model")
-        parser.add_argument("--strategy", default="depth", choices=["depth", "rbp"])
+        parser.add_argument("--depth", default=None, type=int,
+                            help="each ranking's top depth (required with --strategy depth; "
+                                 "rbp defaults to the depth of the stored rankings)")
+        parser.add_argument("--model", default=None,
+                            help="the model of the user rankings (required when more than one "
+                                 "model has user rankings)")
+        parser.add_argument("--collection", default=None,
+                            help="the collection of the user rankings (required when more "
+                                 "than one has them)")
+        parser.add_argument("--strategy", default="depth", choices=["depth", "rbp"],
+                            help="judging order: depth = shallowest rank, then weight; "
+                                 "rbp = RBP weight (a --budget cuts either order)")
         parser.add_argument("--p", default=0.95, type=float, help="RBP persistence")
         parser.add_argument("--budget", default=None, type=int, help="documents to judge")
         parser.add_argument("--budget-scope", default="topic", choices=["topic", "global"])
@@ -37,6 +46,7 @@ class Command(BaseCommand):
                 budget=o["budget"],
                 budget_scope=o["budget_scope"],
                 model_name=o["model"],
+                collection_name=o["collection"],
                 name=o["name"],
                 enqueue=o["run_async"],
             )

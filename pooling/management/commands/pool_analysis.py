@@ -2,8 +2,9 @@
 
     pool_analysis sizes POOL
     pool_analysis growth --topic-set T [--sources users systems] [--depths 10 100]
-                         [--orders 10] [--seed 0] [--model M]
+                         [--orders 10] [--seed 0] [--model M] [--collection C]
     pool_analysis rbo --topic-set T [--p 0.9] [--reference {titles,pairs}] [--model M]
+                      [--collection C] [--test {topic,pair}]
     pool_analysis coverage --qrels Q POOL [POOL ...]
     pool_analysis scatter POOL [--qrels Q]
 """
@@ -12,14 +13,16 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from pooling import selectors
+from pooling import analysis, selectors
 
 
 class Command(BaseCommand):
     help = (
-        "Pool analyses: sizes, growth (users and systems, log-log exponent), rank-biased "
-        "overlap with a one-sided Mann-Whitney U, coverage against qrels, and shallowest "
-        "rank against aggregate weight. JSON by default; --out FILE.csv writes a table."
+        "Pool analyses: sizes, growth (answers and system runs, power-law exponent with R² "
+        "and per-topic exponents), rank-biased overlap with a one-sided test (Wilcoxon "
+        "signed-rank over topic means, or the pair-level Mann-Whitney U), coverage against "
+        "qrels, and shallowest rank against aggregate weight. JSON by default; --out "
+        "FILE.csv writes a table."
     )
 
     def add_arguments(self, parser):
@@ -41,12 +44,17 @@ class Command(BaseCommand):
         p.add_argument("--orders", type=int, default=10, help="random orders to average")
         p.add_argument("--seed", type=int, default=0)
         p.add_argument("--model", default=None)
+        p.add_argument("--collection", default=None)
         p = add("rbo", "RBO of user rankings (vs the title ranking or pairwise) and of "
                        "system run pairs")
         p.add_argument("--topic-set", required=True)
         p.add_argument("--p", type=float, default=0.9)
         p.add_argument("--reference", choices=["titles", "pairs"], default="titles")
         p.add_argument("--model", default=None)
+        p.add_argument("--collection", default=None)
+        p.add_argument("--test", choices=["topic", "pair"], default="topic",
+                       help="topic: Wilcoxon signed-rank over per-topic mean RBO (default); "
+                            "pair: Mann-Whitney U over pairs (pair-level, anti-conservative)")
         p.add_argument("--max-pairs", type=int, default=2000,
                        help="pairs per topic and group at most (a seeded sample beyond)")
         p.add_argument("--seed", type=int, default=0)
@@ -83,9 +91,9 @@ class Command(BaseCommand):
 
     def _growth(self, o):
         data = {
-            src: selectors.pool_growth_analysis(
+            src: analysis.pool_growth_analysis(
                 o["topic_set"], sources=src, depths=o["depths"], model_name=o["model"],
-                orders=o["orders"], seed=o["seed"],
+                collection_name=o["collection"], orders=o["orders"], seed=o["seed"],
             )
             for src in o["sources"]
         }
@@ -93,17 +101,22 @@ class Command(BaseCommand):
         for src, res in data.items():
             for depth, curve in res["curves"].items():
                 fit = res["fit"][depth]
+                lo, hi = fit["x_ci95"] or (None, None)
                 for k, n in enumerate(curve["n"]):
                     rows.append([src, depth, n, curve["topics"][k], curve["ordered"][k],
-                                 curve["random"][k], fit["c"], fit["x"]])
+                                 curve["random"][k], fit["c"], fit["x"], fit["r2"],
+                                 fit["range"][1] if fit["range"] else None,
+                                 fit["x_mean"], lo, hi])
         header = ["sources", "depth", "n", "topics", "ordered_mean_size", "random_mean_size",
-                  "fit_c", "fit_x"]
+                  "fit_c", "fit_x", "fit_r2", "fit_max_n", "topic_x_mean", "topic_x_ci95_low",
+                  "topic_x_ci95_high"]
         return data, header, rows
 
     def _rbo(self, o):
-        data = selectors.rbo_analysis(
+        data = analysis.rbo_analysis(
             o["topic_set"], p=o["p"], reference=o["reference"], model_name=o["model"],
-            max_pairs=o["max_pairs"], seed=o["seed"],
+            collection_name=o["collection"], max_pairs=o["max_pairs"], seed=o["seed"],
+            test=o["test"],
         )
         rows = [[group, r["topic"], r["a"], r["b"], r["min"], r["res"], r["ext"]]
                 for group in ("user", "system") for r in data[group]]
@@ -116,7 +129,7 @@ class Command(BaseCommand):
                 "pct_nonrelevant", "pct_unjudged"]
         for ref in o["pools"]:
             pool = selectors.pool_get(ref)
-            cov = selectors.pool_coverage(pool, qrels)
+            cov = analysis.pool_coverage(pool, qrels)
             data[pool.label] = {"sources": pool.sources, **cov}
             rows += [[pool.label, pool.sources, r["topic"]] + [r[c] for c in cols]
                      for r in cov["rows"] + [cov["mean"]]]
@@ -125,7 +138,7 @@ class Command(BaseCommand):
     def _scatter(self, o):
         pool = selectors.pool_get(o["pool"])
         qrels = selectors.qrels_get(o["qrels"]) if o["qrels"] else None
-        points = selectors.pool_rank_weight_points(pool, qrels)
+        points = analysis.pool_rank_weight_points(pool, qrels)
         cols = ["topic", "docid", "min_rank", "weight", "users", "systems", "judged", "relevant"]
         return ({"pool": pool.label, "qrels": qrels.name if qrels else None, "points": points},
                 cols, [[p[c] for c in cols] for p in points])

@@ -1,0 +1,152 @@
+"""Variance components against R's lme4 on per-intent scores of the TREC Web 2011 runs;
+the allocation table by hand; seeded subsampling; the variance_components command."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from io import StringIO
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from evaluation import variance
+
+RUNS = ["good", "fair", "weak", "noisy"]
+
+LME4_SCRIPT = r"""
+suppressMessages(library(lme4))
+args <- commandArgs(trailingOnly = TRUE)
+d <- read.csv(args[1], colClasses = c("character", "character", "character", "numeric"))
+m <- aggregate(score ~ system + query, d, mean)
+ctl <- lmerControl(optimizer = "bobyqa", optCtrl = list(rhoend = 1e-12, maxfun = 1e6),
+                   check.conv.singular = "ignore")
+show <- function(name, f) {
+  v <- as.data.frame(VarCorr(f))
+  for (k in seq_len(nrow(v))) cat(name, v$grp[k], sprintf("%.12f", v$sdcor[k]), "\n")
+}
+show("model1", lmer(score ~ system + (1|query), m, REML = TRUE, control = ctl))
+show("model2", lmer(score ~ system + (1|query) + (1|query:system), d, REML = TRUE, control = ctl))
+show("model3", lmer(score ~ system + (1|query) + (1|query:intent), d, REML = TRUE, control = ctl))
+show("full", lmer(score ~ system + (1|query) + (1|query:system) + (1|query:intent), d,
+                  REML = TRUE, control = ctl))
+"""
+LME4_NAMES = {"query": "sd_query", "Residual": "sd_residual", "query:system": "sd_query_system",
+              "query:intent": "sd_query_intent"}
+
+
+@pytest.fixture(scope="module")
+def web_scores(shared_data):
+    from evaluation.analysis import intent_scores_from_runs
+
+    runs = [str(shared_data / "eval-oracles" / "web2011" / "runs" / f"{r}.run") for r in RUNS]
+    qrels = shared_data / "trec-web-diversity" / "2011" / "qrels.diversity.txt"
+    return intent_scores_from_runs(runs, str(qrels), "P@10")
+
+
+@pytest.fixture(scope="module")
+def web_fit(web_scores):
+    return variance.fit_models(web_scores, full=True)
+
+
+def test_intent_scores_from_runs(web_scores):
+    assert sorted(web_scores["system"].unique()) == sorted(RUNS)
+    assert web_scores["query"].nunique() == 50
+    cells = web_scores.groupby(["query", "intent"]).size()
+    assert (cells == len(RUNS)).all()
+    assert web_scores["score"].between(0, 1).all()
+
+
+def test_variance_components_equal_lme4(tmp_path, web_scores, web_fit):
+    if shutil.which("Rscript") is None:
+        pytest.skip("Rscript not found: install Debian's r-base-core and r-cran-lme4")
+    probe = subprocess.run(["Rscript", "-e", "library(lme4)"], capture_output=True, text=True, timeout=120)
+    if probe.returncode != 0:
+        pytest.skip("R's lme4 is not installed: install Debian's r-cran-lme4")
+    data = tmp_path / "scores.csv"
+    web_scores.to_csv(data, index=False)
+    script = tmp_path / "fit.R"
+    script.write_text(LME4_SCRIPT)
+    out = subprocess.run(["Rscript", str(script), str(data)], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    lme4 = {}
+    for line in out.stdout.splitlines():
+        model, group, sd = line.split()
+        lme4.setdefault(model, {})[LME4_NAMES[group]] = float(sd)
+    assert set(lme4) == {"model1", "model2", "model3", "full"}
+    for model, expected in lme4.items():
+        ours = web_fit[model]
+        assert set(ours) == set(expected)
+        scale = max(expected.values())
+        for key, value in expected.items():
+            # 2e-4 relative (the fits agree to ~2e-5); a component lme4 puts on the
+            # boundary (0) must be within 2e-4 of the model's largest SD
+            assert ours[key] == pytest.approx(value, rel=2e-4, abs=2e-4 * scale), (model, key)
+
+
+def test_models_recover_simulated_components():
+    rng = np.random.default_rng(4)
+    s_n, q_n, i_n = 3, 30, 3
+    u = rng.normal(0, 0.2, q_n)
+    qi = rng.normal(0, 0.1, (q_n, i_n))
+    rows = [(f"s{s}", f"q{q}", str(i), 0.1 * s + u[q] + qi[q, i] + rng.normal(0, 0.05))
+            for s in range(s_n) for q in range(q_n) for i in range(i_n)]
+    fit = variance.fit_models(pd.DataFrame(rows, columns=["system", "query", "intent", "score"]), full=False)
+    m3 = fit["model3"]
+    assert m3["sd_query"] == pytest.approx(0.2, rel=0.3)
+    assert m3["sd_query_intent"] == pytest.approx(0.1, rel=0.3)
+    assert m3["sd_residual"] == pytest.approx(0.05, rel=0.2)
+    assert fit["model2"]["sd_query_system"] < 0.02  # there is no query:system effect
+    assert "full" not in fit
+
+
+def test_allocation_table_hand_computed():
+    comps = {"sd_query": 0.2, "sd_query_system": 0.1, "sd_query_intent": 0.3, "sd_residual": 0.4}
+    rows = variance.allocation_table(comps, 12, max_intents=4)
+    assert [(r["queries"], r["intents"]) for r in rows] == [(12, 1), (6, 2), (4, 3), (3, 4)]
+    r = rows[1]  # N 6, M 2
+    assert r["var_mean"] == pytest.approx((0.04 + 0.01) / 6 + (0.09 + 0.16) / 12)
+    assert r["var_difference"] == pytest.approx(2 * (0.01 / 6 + 0.16 / 12))
+    with pytest.raises(ValueError, match="budget"):
+        variance.allocation_table(comps, 0)
+
+
+def test_subsample_taus_seeded(web_scores):
+    a = variance.subsample_taus(web_scores, [0.5, 1.0], repeats=5, seed=9)
+    b = variance.subsample_taus(web_scores, [0.5, 1.0], repeats=5, seed=9)
+    assert a == b
+    full = [r for r in a if r["fraction"] == 1.0]
+    assert all(r["mean"] == 1.0 and r["sd"] == 0.0 for r in full)
+    assert {r["kind"] for r in a} == {"queries", "intents"}
+
+
+def test_read_intent_scores_errors(tmp_path):
+    path = tmp_path / "s.tsv"
+    path.write_text("A q1 1 0.5\nA q1 1 0.4\n")
+    with pytest.raises(variance.IntentScoresFormatError, match=r"s.tsv, line 2: .*already scored on line 1"):
+        variance.read_intent_scores(path)
+    path.write_text("A q1 0.5\n")
+    with pytest.raises(variance.IntentScoresFormatError, match=r"line 1: expected 4 columns"):
+        variance.read_intent_scores(path)
+    path.write_text("A q1 1 0.5\nB q1 1 0.5\nA q2 1 0.5\nA q3 1 0.2\nB q3 1 0.1\n")
+    with pytest.raises(ValueError, match="query q2 intent 1 is not scored for every system"):
+        variance.fit_models(variance.read_intent_scores(path))
+
+
+def test_variance_components_command(tmp_path, web_scores):
+    from django.core.management import call_command
+
+    web_scores = web_scores[web_scores["query"].isin(sorted(web_scores["query"].unique())[:15])]
+    web_fit = variance.fit_models(web_scores, full=True)
+    path = tmp_path / "scores.tsv"
+    path.write_text("".join(f"{r.system}\t{r.query}\t{r.intent}\t{r.score!r}\n" for r in web_scores.itertuples()))
+    out = StringIO()
+    call_command("variance_components", "--scores", str(path), "--budget", "12", "--json", stdout=out)
+    got = json.loads(out.getvalue())
+    for model in ("model1", "model2", "model3", "full"):
+        for key, value in web_fit[model].items():
+            assert got[model][key] == pytest.approx(value, rel=1e-9, abs=1e-12)
+    assert [r["queries"] * r["intents"] for r in got["allocation"]] == [12] * 6
+    for row, expected in zip(got["allocation"], variance.allocation_table(web_fit["full"], 12)):
+        assert row == pytest.approx(expected)

@@ -4,6 +4,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from common.fileio import OutputError, atomic_output
 from crowd.models import TopicSet
 from crowd.selectors import STUDY_EXPORT_FIELDS as COLUMNS  # one set of export columns
 from crowd.selectors import variant_groups, variant_list_by_topic
@@ -21,7 +22,8 @@ class Command(BaseCommand):
         "retrieval, one line per distinct normalised variant of a topic, "
         "'<topic>/<label><TAB><normalised query>', where label is 'v' + the first 10 hex "
         "digits of the SHA-1 of the normalised text, so a query keeps its id whatever else "
-        "is added; lines by topic, most frequent first. --out - writes to standard output."
+        "is added; lines by topic, most frequent first. --out - writes to standard output; a "
+        "file appears only once complete."
     )
 
     def add_arguments(self, parser):
@@ -38,8 +40,10 @@ class Command(BaseCommand):
             self._write(self.stdout, topic_set, fmt)
             return
         try:
-            with open(out, "w", encoding="utf-8", newline="") as fh:
+            with atomic_output(out, newline="") as fh:
                 n = self._write(fh, topic_set, fmt)
+        except OutputError as exc:
+            raise CommandError(str(exc)) from None
         except OSError as exc:
             raise CommandError(f"cannot write {out}: {exc.strerror}") from None
         self.stderr.write(f"{n} line(s) written to {out}")

@@ -1,9 +1,11 @@
 """Write a pool's documents in priority order."""
+import contextlib
 import csv
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from common.fileio import OutputError, atomic_output
 from pooling import selectors
 
 
@@ -17,7 +19,8 @@ class Command(BaseCommand):
         "txt = 'topic docid weight min_rank users systems' (space separated); "
         "csv = the same columns with a header; "
         "trec = a TREC run-format judging list 'topic Q0 docid priority weight pool', where "
-        "priority is the 1-based judging order and weight the aggregate (RBP) weight."
+        "priority is the 1-based judging order and weight the aggregate (RBP) weight. A file "
+        "appears only once complete."
     )
 
     def add_arguments(self, parser):
@@ -33,26 +36,32 @@ class Command(BaseCommand):
         if pool.status != pool.STATUS_DONE:
             raise CommandError(f"pool {pool.label} is {pool.status}, not done")
         to_stdout = o["out"] == "-"
-        out = self.stdout if to_stdout else open(Path(o["out"]), "w", newline="")
-        n = 0
         try:
-            fmt = o["format"]
-            if fmt == "csv":
-                w = csv.writer(out)
-                w.writerow(["topic", "docid", "weight", "min_rank", "users", "systems"])
-            tag = pool.label.replace(" ", "_")
-            for d in selectors.pool_documents(pool):
-                if fmt == "csv":
-                    w.writerow([d.topic_id, d.docid, _weight(d.weight), d.min_rank, d.users,
-                                d.systems])
-                elif fmt == "trec":
-                    out.write(f"{d.topic_id} Q0 {d.docid} {d.rank} {_weight(d.weight)} {tag}\n")
-                else:
-                    out.write(f"{d.topic_id} {d.docid} {_weight(d.weight)} {d.min_rank} "
-                              f"{d.users} {d.systems}\n")
-                n += 1
-        finally:
-            if not to_stdout:
-                out.close()
-        if o["out"] != "-":
+            with contextlib.ExitStack() as stack:
+                out = self.stdout if to_stdout else stack.enter_context(
+                    atomic_output(Path(o["out"]), newline=""))
+                n = self._write(out, pool, o["format"])
+        except (OutputError, ValueError) as exc:
+            raise CommandError(str(exc)) from None
+        except OSError as exc:
+            raise CommandError(f"cannot write {o['out']}: {exc.strerror}") from None
+        if not to_stdout:
             self.stderr.write(f"wrote {n} documents of pool {pool.label} to {o['out']}")
+
+    def _write(self, out, pool, fmt) -> int:
+        n = 0
+        if fmt == "csv":
+            w = csv.writer(out)
+            w.writerow(["topic", "docid", "weight", "min_rank", "users", "systems"])
+        tag = pool.label.replace(" ", "_")
+        for d in selectors.pool_documents(pool):
+            if fmt == "csv":
+                w.writerow([d.topic_id, d.docid, _weight(d.weight), d.min_rank, d.users,
+                            d.systems])
+            elif fmt == "trec":
+                out.write(f"{d.topic_id} Q0 {d.docid} {d.rank} {_weight(d.weight)} {tag}\n")
+            else:
+                out.write(f"{d.topic_id} {d.docid} {_weight(d.weight)} {d.min_rank} "
+                          f"{d.users} {d.systems}\n")
+            n += 1
+        return n

@@ -13,6 +13,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from common.fileio import OutputError, atomic_output
 from pooling import analysis, selectors
 
 
@@ -71,16 +72,20 @@ class Command(BaseCommand):
         except ValueError as exc:
             raise CommandError(str(exc)) from None
         out = o.get("out")
-        if out and out.endswith(".csv"):
-            with open(out, "w", newline="") as f:
-                w = csv.writer(f)
-                w.writerow(header)
-                w.writerows(rows)
-            self.stderr.write(f"wrote {len(rows)} rows to {out}")
-        elif out:
-            with open(out, "w") as f:
-                json.dump(data, f, indent=1)
-            self.stderr.write(f"wrote {out}")
+        try:
+            if out and out.endswith(".csv"):
+                with atomic_output(out, newline="") as f:  # no partial file on failure
+                    w = csv.writer(f)
+                    w.writerow(header)
+                    w.writerows(rows)
+                self.stderr.write(f"wrote {len(rows)} rows to {out}")
+            elif out:
+                with atomic_output(out) as f:
+                    json.dump(data, f, indent=1)
+                self.stderr.write(f"wrote {out}")
+        except (OutputError, OSError) as exc:
+            raise CommandError(str(exc) if isinstance(exc, OutputError)
+                               else f"cannot write {out}: {exc.strerror}") from None
         else:
             self.stdout.write(json.dumps(data))
 

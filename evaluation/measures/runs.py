@@ -31,6 +31,7 @@ __all__ = [
     "Qrels",
     "RunSet",
     "read_runs",
+    "read_run_file",
     "read_qrels",
     "read_intent_probabilities",
     "topic_sort_key",
@@ -122,15 +123,15 @@ class RunSet:
         ranks = np.full((n_runs, n_topics, depth), np.iinfo(np.int64).max, dtype=np.int64)
         vocab = []
         for ti, t in enumerate(topics):
-            docs = [per[t][0] for _, _, per in runs if t in per]
-            words = np.unique(np.concatenate([np.asarray(d, dtype=object) for d in docs]).astype(str))
-            vocab.append(words)
+            words = sorted(set().union(*(per[t][0] for _, _, per in runs if t in per)))
+            index = {w: i for i, w in enumerate(words)}
+            vocab.append(np.array(words, dtype=str))
             for r, (_, _, per) in enumerate(runs):
                 if t not in per:
                     continue
                 d, s, k = per[t]
                 n = len(d)
-                codes[r, ti, :n] = np.searchsorted(words, np.asarray(d, dtype=str))
+                codes[r, ti, :n] = np.fromiter(map(index.__getitem__, d), dtype=np.int32, count=n)
                 scores[r, ti, :n] = s
                 ranks[r, ti, :n] = k
         return cls([t for t, _, _ in runs], [s for _, s, _ in runs], topics, vocab,
@@ -180,7 +181,9 @@ class RunSet:
         return out
 
 
-def _read_run_file(path: str | Path) -> tuple[str, dict[str, tuple[list, list, list]]]:
+def read_run_file(path: str | Path) -> tuple[str, dict[str, tuple[list, list, list]]]:
+    """One run file as ``(tag, {topic: (docids, scores, ranks)})`` in file order (see
+    :func:`read_runs` for the checks)."""
     tag = None
     per: dict[str, tuple[list, list, list]] = {}
     seen: dict[str, set] = {}
@@ -229,7 +232,7 @@ def read_runs(paths: Sequence[str | Path]) -> RunSet:
         raise EvaluationInputError("--run", None, "give at least one run file")
     runs = []
     for p in paths:
-        tag, per = _read_run_file(p)
+        tag, per = read_run_file(p)
         runs.append((tag, str(p), per))
     return RunSet.from_rankings(runs)
 

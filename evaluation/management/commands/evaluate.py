@@ -3,10 +3,11 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from evaluation.measures import (EvaluationInputError, evaluate_runs, parse_measures, read_intent_probabilities,
-                                 read_qrels, read_runs)
+from evaluation import evaluate_selectors
+from evaluation.measures import (EvaluationInputError, RunSet, evaluate_runs, parse_measures,
+                                 read_intent_probabilities, read_qrels)
 from evaluation.measures.engine import check_measures
-from evaluation.measures.runs import ORDERS
+from evaluation.measures.runs import ORDERS, read_run_file
 
 
 class Command(BaseCommand):
@@ -15,11 +16,20 @@ class Command(BaseCommand):
             "P_IA@k, StRecall@k) and NTCIREVAL (D-nDCG@k, D#-nDCG@k, I-rec@k) measures.")
 
     def add_arguments(self, parser):
-        parser.add_argument("--run", action="append", required=True, metavar="PATH",
+        parser.add_argument("--run", action="append", default=[], metavar="PATH",
                             help="a TREC run file (topic Q0 docid rank score tag); repeat for more runs")
-        parser.add_argument("--qrels", required=True, metavar="PATH")
+        parser.add_argument("--topic-set", help="evaluate stored runs of this topic set")
+        parser.add_argument("--tag", action="append", default=[],
+                            help="a stored run by tag (repeatable; with --topic-set)")
+        parser.add_argument("--collection", help="with --model: the newest finished stored run")
+        parser.add_argument("--model")
+        qrels = parser.add_mutually_exclusive_group(required=True)
+        qrels.add_argument("--qrels", metavar="PATH", help="a qrels file")
+        qrels.add_argument("--judgments", metavar="NAME",
+                           help="a stored judgment set (labels combined by majority)")
         parser.add_argument("--qrels-format", choices=("adhoc", "diversity"), default="adhoc",
-                            help="adhoc: topic iteration docid grade; diversity: topic intent docid grade")
+                            help="adhoc: topic iteration docid grade; diversity: topic intent docid grade "
+                                 "(for --judgments: which labels to use)")
         parser.add_argument("--measures", required=True,
                             help='space-separated names, e.g. "AP nDCG@20 P@10 RBP(p=0.8)"')
         parser.add_argument("--order", choices=ORDERS, default="trec_eval",
@@ -37,10 +47,13 @@ class Command(BaseCommand):
     def handle(self, *args, **o):
         try:
             specs = parse_measures(o["measures"])
-            qrels = read_qrels(o["qrels"], o["qrels_format"])
+            if o["qrels"]:
+                qrels = read_qrels(o["qrels"], o["qrels_format"])
+            else:
+                qrels = evaluate_selectors.judgment_set_qrels(o["judgments"], o["qrels_format"])
             check_measures(specs, qrels.kind, bool(o["intent_probabilities"]))
             probs = read_intent_probabilities(o["intent_probabilities"]) if o["intent_probabilities"] else None
-            runs = read_runs(o["run"])
+            runs = RunSet.from_rankings(self._runs(o))
             result = evaluate_runs(runs, qrels, specs, order=o["order"], complete=o["complete"],
                                    intent_probabilities=probs)
         except EvaluationInputError as exc:
@@ -57,3 +70,18 @@ class Command(BaseCommand):
                         self.stdout.write(f"{tag}\t{k:<{width}}\t{topic}\t{values[k]:.4f}")
             for k in keys:
                 self.stdout.write(f"{tag}\t{k:<{width}}\tall\t{r['mean'][k]:.4f}")
+
+    @staticmethod
+    def _runs(o) -> list[tuple[str, str, dict]]:
+        if (o["tag"] or o["collection"] or o["model"]) and not o["topic_set"]:
+            raise EvaluationInputError("--tag/--collection/--model", None, "stored runs need --topic-set")
+        if not o["run"] and not o["topic_set"]:
+            raise EvaluationInputError("--run", None, "give run files (--run) or stored runs (--topic-set)")
+        runs = []
+        for path in o["run"]:
+            tag, per = read_run_file(path)
+            runs.append((tag, str(path), per))
+        if o["topic_set"]:
+            runs += evaluate_selectors.stored_runs(topic_set=o["topic_set"], tags=o["tag"],
+                                                   collection=o["collection"], model=o["model"])
+        return runs

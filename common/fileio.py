@@ -249,7 +249,8 @@ def clean_id(value: str, what: str = "id", *, max_chars: int = MAX_ID_CHARS) -> 
     if not text:
         raise ValueError(f"empty {what}")
     if len(text) > max_chars:
-        raise ValueError(f"{what} {quote(text)} is {len(text)} characters (at most {max_chars})")
+        raise ValueError(f"{what} is {len(text)} characters (at most {max_chars}): "
+                         f"{text[:60]!r}...")
     for ch in text:
         category = unicodedata.category(ch)
         refused = _REFUSED_CATEGORIES.get(category)

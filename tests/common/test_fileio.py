@@ -64,7 +64,12 @@ def test_refused_ids_say_why(value, fragment):
 def test_messages_quote_at_most_200_characters():
     with pytest.raises(ValueError) as info:
         clean_id("x" * 1_000_000 + " ")
-    assert len(str(info.value)) < 400 and "(1000001 characters)" in str(info.value)
+    assert len(str(info.value)) < 400 and "is 1000001 characters" in str(info.value)
+    with pytest.raises(ValueError) as info:
+        clean_id("x" * 1_000_000 + " ", max_chars=10**7)
+    assert len(str(info.value)) < 400 and "(1000001 characters) contains a space" in str(
+        info.value)
+    assert fileio.quote("abc") == "'abc'"
 
 
 @pytest.mark.parametrize("name", ["", ".", "..", "a/b", "a\\b", "a b", "x" * 101])

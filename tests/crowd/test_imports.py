@@ -401,3 +401,34 @@ def test_robust04_variations_with_spell_correction(shared_data):
     # every answer is kept; correction can only merge distinct texts
     stats = variant_stats("r04")
     assert stats["raw_variants"] == 3151 and stats["unique_variants"] <= 3045
+
+
+def test_imports_read_other_encodings_only_when_told(tmp_path):
+    topics = tmp_path / "t.tsv"
+    topics.write_bytes("T1\tcaf\u00e9 prices\n".encode("latin-1"))
+    with pytest.raises(CommandError, match=r"t\.tsv, line 1: not valid utf-8 .*--encoding"):
+        run("import_topics", str(topics), "--format", "tsv", "--topic-set", "enc")
+    run("import_topics", str(topics), "--format", "tsv", "--topic-set", "enc", "--encoding", "latin-1")
+    assert Statement.objects.get().text == "caf\u00e9 prices"
+    variants = tmp_path / "v.tsv"
+    variants.write_bytes("T1\tcaf\u00e9\tw1\n".encode("cp1252"))
+    with pytest.raises(CommandError, match=r"v\.tsv, line 1: not valid utf-8"):
+        run("import_variants", str(variants), "--format", "tsv", "--topic-set", "enc")
+    assert not QueryVariant.objects.exists()
+    run("import_variants", str(variants), "--format", "tsv", "--topic-set", "enc", "--encoding",
+        "cp1252")
+    assert QueryVariant.objects.get().raw == "caf\u00e9"
+
+
+def test_import_errors_are_messages_not_tracebacks(tmp_path):
+    with pytest.raises(CommandError, match="File name too long"):
+        run("import_topics", str(tmp_path / ("t" * 300)), "--format", "tsv", "--topic-set", "x")
+    bad = tmp_path / "t.tsv.gz"
+    bad.write_text("T1\tstatement\n")
+    with pytest.raises(CommandError, match="not gzip data"):
+        run("import_topics", str(bad), "--format", "tsv", "--topic-set", "x")
+    huge = tmp_path / "v.tsv"
+    huge.write_text("T1\tq\tw\t99999999999\n")
+    with pytest.raises(CommandError, match=r"v\.tsv, line 1: count '99999999999' is too large"):
+        run("import_variants", str(huge), "--format", "tsv", "--topic-set", "x", "--create-topics")
+    assert not TopicSet.objects.exists()

@@ -12,14 +12,14 @@ Readers stream ``.gz`` or plain text and stop at the first bad line with
 """
 from __future__ import annotations
 
-import gzip
-import io
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
 
 import numpy as np
+
+from common import fileio
 
 __all__ = [
     "EvaluationInputError",
@@ -64,18 +64,12 @@ def topic_sort_key(topic: str):
 
 
 def _lines(path: str | Path) -> Iterable[tuple[int, list[str]]]:
-    path = Path(path)
-    if not path.is_file():
-        raise EvaluationInputError(path, None, "no such file")
-    raw = gzip.open(path, "rb") if str(path).endswith(".gz") else open(path, "rb")
-    with io.TextIOWrapper(raw, encoding="utf-8") as f:
-        try:
-            for n, line in enumerate(f, 1):
-                cols = line.split()
-                if cols:
-                    yield n, cols
-        except UnicodeDecodeError as e:
-            raise EvaluationInputError(path, None, f"not UTF-8 text ({e.reason})") from None
+    # The project's one opener: gzip, strict UTF-8 and bounded lines, errors with the line.
+    path = fileio.require_file(path, error=EvaluationInputError)
+    for n, line in fileio.open_lines(path, error=EvaluationInputError):
+        cols = line.split()
+        if cols:
+            yield n, cols
 
 
 # --------------------------------------------------------------------------- runs

@@ -73,6 +73,47 @@ def agreement_report(labels: pd.DataFrame, intent: str | None = None, relevant_f
                                        coherence_alpha=coherence_alpha, min_shared=min_shared)
 
 
+def _read_runs_and_qrels(run_paths, qrels_path, measure):
+    from evaluation import measures
+
+    specs = measures.parse_measures(measure)
+    if len(specs) != 1 or specs[0].family != "adhoc" or len(specs[0].keys) != 1:
+        raise ValueError(f"--measure needs one ad hoc measure (e.g. nDCG@10, AP), not {measure!r}")
+    return specs, measures.read_runs(run_paths), measures.read_qrels(qrels_path, "diversity")
+
+
+def _relevant_intents(judgments: dict) -> dict:
+    """{topic: {intent: docs}} keeping intents with a relevant document (grade > 0)."""
+    out: dict = {}
+    for topic, intents in judgments.items():
+        for intent, docs in intents.items():
+            if any(g > 0 for g in docs.values()):
+                out.setdefault(topic, {})[intent] = docs
+    return out
+
+
+def _score_intents(runset, judgments: dict, specs, order: str, source: str) -> pd.DataFrame:
+    """Every run scored on every (topic, intent) of ``judgments`` taken as ad hoc qrels."""
+    from evaluation import measures
+    from evaluation.variance import intent_scores_frame
+
+    key = specs[0].keys[0]
+    by_intent: dict = {}
+    for topic, intents in judgments.items():
+        for intent, docs in intents.items():
+            by_intent.setdefault(intent, {})[topic] = docs
+    if not by_intent:
+        raise ValueError(f"{source}: no intent has a relevant document")
+    rows = []
+    for intent, adhoc_judgments in sorted(by_intent.items()):
+        adhoc = measures.Qrels("adhoc", adhoc_judgments, f"{source} intent {intent}")
+        result = measures.evaluate_runs(runset, adhoc, specs, order=order, complete=True)
+        for tag, run in result.items():
+            for topic, values in run["per_topic"].items():
+                rows.append((tag, topic, intent, values[key]))
+    return intent_scores_frame(rows)
+
+
 def intent_scores_from_runs(run_paths: list[str], qrels_path: str, measure: str,
                             order: str = "trec_eval") -> pd.DataFrame:
     """Per-intent scores (system, query, intent, score): each intent's judgments of the
@@ -80,27 +121,53 @@ def intent_scores_from_runs(run_paths: list[str], qrels_path: str, measure: str,
     ``measure`` (evaluation.measures, trec_eval's conventions; a topic a run lacks scores
     0, as trec_eval -c). Intents without a relevant document (grade > 0) are left out,
     as ndeval and NTCIREVAL count intents."""
-    from evaluation import measures
-    from evaluation.variance import intent_scores_frame
+    specs, runset, qrels = _read_runs_and_qrels(run_paths, qrels_path, measure)
+    return _score_intents(runset, _relevant_intents(qrels.judgments), specs, order, str(qrels_path))
 
-    specs = measures.parse_measures(measure)
-    keys = [k for s in specs for k in s.keys]
-    if len(specs) != 1 or specs[0].family != "adhoc":
-        raise ValueError(f"--measure needs one ad hoc measure (e.g. nDCG@10, AP), not {measure!r}")
-    runset = measures.read_runs(run_paths)
-    qrels = measures.read_qrels(qrels_path, "diversity")
-    by_intent: dict = {}
-    for topic, intents in qrels.judgments.items():
-        for intent, docs in intents.items():
-            if any(g > 0 for g in docs.values()):
-                by_intent.setdefault(intent, {})[topic] = docs
-    if not by_intent:
-        raise ValueError(f"{qrels_path}: no intent has a relevant document")
+
+def merged_intent_taus(run_paths: list[str], qrels_path: str, measure: str,
+                       fractions=(0.2, 0.4, 0.6, 0.8), repeats: int = 20, seed: int = 0,
+                       order: str = "trec_eval") -> list[dict]:
+    """Kendall's τ_b between the system ordering on every intent and on collections whose
+    intents are merged: each topic's M intents (those with a relevant document) are split
+    at random into max(1, round(f·M)) groups and each group becomes one intent whose
+    grade for a document is the largest grade any intent of the group gave it. The
+    ordering is the mean over queries of the mean over their intents. Seeded; compare
+    with :func:`evaluation.variance.subsample_taus`' removed intents, which keeps the same
+    numbers of intents."""
+    import numpy as np
+
+    from evaluation.ranking import kendall_tau_b
+    from evaluation.variance import _ordering
+
+    specs, runset, qrels = _read_runs_and_qrels(run_paths, qrels_path, measure)
+    judgments = _relevant_intents(qrels.judgments)
+    full = _ordering(_score_intents(runset, judgments, specs, order, str(qrels_path)))
+    rng = np.random.default_rng(seed)
     rows = []
-    for intent, judgments in sorted(by_intent.items()):
-        adhoc = measures.Qrels("adhoc", judgments, f"{qrels_path} intent {intent}")
-        result = measures.evaluate_runs(runset, adhoc, specs, order=order, complete=True)
-        for tag, run in result.items():
-            for topic, values in run["per_topic"].items():
-                rows.append((tag, topic, intent, values[keys[0]]))
-    return intent_scores_frame(rows)
+    for fraction in fractions:
+        if not 0 < fraction <= 1:
+            raise ValueError(f"fraction {fraction} is not in (0, 1]")
+        taus = []
+        for _ in range(repeats):
+            merged: dict = {}
+            for topic in sorted(judgments):
+                intents = sorted(judgments[topic])
+                k = max(1, round(fraction * len(intents)))
+                # a random split into k non-empty groups: shuffle, then cut at k−1 places
+                shuffled = list(rng.permutation(intents))
+                cuts = sorted(rng.choice(np.arange(1, len(intents)), size=k - 1, replace=False)) if k > 1 else []
+                groups = np.split(np.array(shuffled, dtype=object), cuts)
+                for g, members in enumerate(groups, 1):
+                    docs: dict = {}
+                    for intent in members:
+                        for d, grade in judgments[topic][intent].items():
+                            docs[d] = max(grade, docs.get(d, grade))
+                    merged.setdefault(topic, {})[f"m{g}"] = docs
+            ordering = _ordering(_score_intents(runset, merged, specs, order, str(qrels_path)))
+            taus.append(kendall_tau_b(full.to_numpy(), ordering.reindex(full.index).to_numpy()))
+        v = np.array([t for t in taus if t is not None], dtype=float)
+        rows.append({"fraction": fraction, "kind": "merged", "repeats": repeats, "mean": float(v.mean()),
+                     "sd": float(v.std(ddof=1)) if len(v) > 1 else 0.0,
+                     "min": float(v.min()), "max": float(v.max())})
+    return rows

@@ -150,3 +150,39 @@ def test_variance_components_command(tmp_path, web_scores):
     assert [r["queries"] * r["intents"] for r in got["allocation"]] == [12] * 6
     for row, expected in zip(got["allocation"], variance.allocation_table(web_fit["full"], 12)):
         assert row == pytest.approx(expected)
+
+
+def test_merged_intents(shared_data):
+    from evaluation import measures
+    from evaluation.analysis import merged_intent_taus
+    from evaluation.ranking import kendall_tau_b
+
+    runs = [str(shared_data / "eval-oracles" / "web2011" / "runs" / f"{r}.run") for r in RUNS + ["tied"]]
+    qrels_path = shared_data / "trec-web-diversity" / "2011" / "qrels.diversity.txt"
+    # every intent its own group: the ordering is unchanged
+    same = merged_intent_taus(runs, str(qrels_path), "nDCG@10", fractions=[1.0], repeats=2, seed=1)
+    assert same[0]["mean"] == pytest.approx(1.0) and same[0]["kind"] == "merged"
+    # one group per topic: the topic's intents merged by their largest grade, computed here
+    qrels = measures.read_qrels(qrels_path, "diversity")
+    merged = {}
+    per_intent = {}
+    for topic, intents in qrels.judgments.items():
+        for intent, docs in intents.items():
+            if any(g > 0 for g in docs.values()):
+                for d, g in docs.items():
+                    merged.setdefault(topic, {})[d] = max(g, merged.get(topic, {}).get(d, g))
+                per_intent.setdefault(intent, {})[topic] = docs
+    specs = measures.parse_measures("nDCG@10")
+    runset = measures.read_runs(runs)
+    one = measures.evaluate_runs(runset, measures.Qrels("adhoc", merged), specs, complete=True)
+    merged_order = {tag: np.mean([v["nDCG@10"] for v in r["per_topic"].values()]) for tag, r in one.items()}
+    full_scores = []
+    for intent, adhoc in per_intent.items():
+        res = measures.evaluate_runs(runset, measures.Qrels("adhoc", adhoc), specs, complete=True)
+        full_scores += [(tag, t, intent, v["nDCG@10"]) for tag, r in res.items() for t, v in r["per_topic"].items()]
+    frame = pd.DataFrame(full_scores, columns=["system", "query", "intent", "score"])
+    full_order = frame.groupby(["system", "query"])["score"].mean().groupby("system").mean()
+    tags = sorted(merged_order)
+    expected = kendall_tau_b([full_order[t] for t in tags], [merged_order[t] for t in tags])
+    got = merged_intent_taus(runs, str(qrels_path), "nDCG@10", fractions=[0.01], repeats=1, seed=1)
+    assert got[0]["mean"] == pytest.approx(expected)

@@ -11,7 +11,7 @@ class Command(BaseCommand):
             "scores: model1 score ~ system + (1|query) on per-query means, model2 adds "
             "(1|query:system), model3 adds (1|query:intent); with --budget, the variance of "
             "the mean for every N queries x M intents = budget; with --subsample, Kendall's "
-            "tau of collections with fewer queries or fewer intents.")
+            "tau of collections with fewer queries or fewer intents (removed, and with --run merged).")
 
     def add_arguments(self, parser):
         parser.add_argument("--scores", help="a 'system query intent score' file")
@@ -27,6 +27,8 @@ class Command(BaseCommand):
         parser.add_argument("--fractions", default="0.2,0.4,0.6,0.8")
         parser.add_argument("--repeats", type=int, default=100)
         parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument("--save-scores", metavar="PATH",
+                            help="write the per-intent scores as 'system query intent score'")
         parser.add_argument("--json", action="store_true")
 
     def handle(self, *args, **o):
@@ -38,6 +40,13 @@ class Command(BaseCommand):
             if o["subsample"]:
                 fractions = [float(f) for f in o["fractions"].split(",") if f.strip()]
                 result["subsample"] = variance.subsample_taus(scores, fractions, o["repeats"], o["seed"])
+                if o["run"]:
+                    result["subsample"] += analysis.merged_intent_taus(
+                        o["run"], o["qrels"], o["measure"], fractions, o["repeats"], o["seed"])
+            if o["save_scores"]:
+                with open(o["save_scores"], "w", encoding="utf-8") as fh:
+                    for r in scores.itertuples():
+                        fh.write(f"{r.system}\t{r.query}\t{r.intent}\t{r.score!r}\n")
         except (ValueError, OSError) as exc:
             raise CommandError(str(exc)) from None
         if o["json"]:

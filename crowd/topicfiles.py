@@ -232,7 +232,8 @@ def parse_tsv(
             raise ParseError(
                 source,
                 number,
-                f"topic {topic_id!r} has title {title!r} here but {titles[topic_id]!r} "
+                f"topic {topic_id!r} has title {quote(title, 80)} here but "
+                f"{quote(titles[topic_id], 80)} "
                 f"on line {first_line[topic_id]}",
             )
         elif title:
@@ -286,7 +287,7 @@ def parse_smart(lines: Iterable[tuple[int, str]], source: str) -> list[TopicReco
             if tag == "I":
                 finish()
                 if not rest or len(rest.split()) != 1:
-                    raise ParseError(source, number, f"'.I' needs one id, found {text.strip()!r}")
+                    raise ParseError(source, number, f"'.I' needs one id, found {quote(text.strip(), 80)}")
                 current = {"id": topic_id_check(rest, source, number), "line": number,
                            "W": [], "T": []}
                 fieldname = None

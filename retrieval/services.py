@@ -30,7 +30,7 @@ from django.db.models import Count, OuterRef, Subquery
 from django.utils import timezone
 
 from common import fileio
-from common.fileio import clean_name
+from common.fileio import clean_id, clean_name
 
 from . import anserini, leases
 from .collections_io import CollectionFormatError, read_collection, write_json_collection
@@ -563,9 +563,10 @@ def system_run_import(path: str | Path, *, topic_set_name: str, tag: str | None 
         raise RetrievalError(str(exc)) from None
     topics = {t.topic_id: t for t in topic_list(topic_set_name)}
     file_tag, rankings = read_run(path, topic_ids=topics, encoding=encoding)
-    tag = tag or file_tag
-    if not tag or any(c.isspace() for c in tag):
-        raise RetrievalError(f"run tag {tag!r} must be non-empty without spaces")
+    try:
+        tag = clean_id(tag or file_tag, "run tag", max_chars=Run._meta.get_field("tag").max_length)
+    except ValueError as exc:
+        raise RetrievalError(str(exc)) from None
     if Run.objects.filter(topic_set=topic_set, kind=Run.KIND_SYSTEM, tag=tag).exists():
         raise RetrievalError(f"topic set {topic_set_name!r} already has a system run tagged {tag!r}")
     with transaction.atomic():

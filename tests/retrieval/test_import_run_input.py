@@ -1,4 +1,5 @@
 """import_run on bad input: strict UTF-8 with --encoding, positive ranks, all or nothing."""
+import re
 from io import StringIO
 
 import pytest
@@ -46,3 +47,14 @@ def test_truncated_gzip_run_is_an_error_with_the_file(topics, tmp_path):
     p.write_bytes(gzip.compress(b"1 Q0 d1 1 2.0 t\n")[:-10])
     with pytest.raises(CommandError, match=r"run\.txt\.gz, line 1: truncated or corrupt gzip"):
         call_command("import_run", str(p), "--topic-set", "ts")
+
+
+@pytest.mark.parametrize("tag, reason", [("a b", "contains a space"),
+                                         ("x" * 101, "is 101 characters (at most 100)"),
+                                         ("t\u200b", "invisible format character")])
+def test_tag_given_on_the_command_line_is_checked_like_any_id(topics, tmp_path, tag, reason):
+    p = tmp_path / "run.txt"
+    p.write_text("1 Q0 d1 1 2.0 t\n")
+    with pytest.raises(CommandError, match=rf"run tag .*{re.escape(reason)}"):
+        call_command("import_run", str(p), "--topic-set", "ts", "--tag", tag)
+    assert not Run.objects.exists()

@@ -31,7 +31,8 @@ and every error is a :class:`ParseError` naming the file and the line.
     (the title), ``<description>`` (description and the one statement) and
     ``<subtopic number=... type=...>`` (intents; ``kind`` is the subtopic type,
     ``nav``/``inf``). The topic-level ``type`` attribute (``faceted``/``ambiguous``)
-    becomes :attr:`TopicRecord.kind`, stored as the topic's ``kind``.
+    becomes :attr:`TopicRecord.kind`, stored as the topic's ``kind``. Parsed with
+    ElementTree over defusedxml: entity declarations and external references are refused.
 
 Files are read through :mod:`common.fileio`: gzip is decompressed, text is decoded strictly
 (UTF-8 unless ``encoding=`` says otherwise), lines are bounded in length. Topic and intent

@@ -131,17 +131,38 @@ if not DEBUG:
         SECURE_PROXY_SSL_HEADER = tuple(_proxy_header)
 
 # --- Celery -----------------------------------------------------------------------------
-CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="filesystem://")
+# The database is the ledger of work (retrieval chunks, pool builds: rows with a status and
+# a lease); the broker only carries wake-ups, and a reconciler re-queues what a lost
+# message or a dead worker left (retrieval.leases).
+CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="filesystem://localhost/")
+if CELERY_BROKER_URL.rstrip("/") == "filesystem:":
+    CELERY_BROKER_URL = "filesystem://localhost/"  # kombu warns about a missing host otherwise
+CELERY_TASK_TIME_LIMIT = env.int("CELERY_TASK_TIME_LIMIT", default=60 * 60)
+CELERY_TASK_SOFT_TIME_LIMIT = env.int("CELERY_TASK_SOFT_TIME_LIMIT", default=55 * 60)
 if CELERY_BROKER_URL.startswith("filesystem://"):
+    # The embedded broker: everything under DATA_DIR, polled ten times a second.
     _queue_dir = DATA_DIR / "broker"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_queue_dir / "queue"),
         "data_folder_out": str(_queue_dir / "queue"),
         "processed_folder": str(_queue_dir / "processed"),
+        "control_folder": str(_queue_dir / "control"),
         "store_processed": False,
+        "polling_interval": env.float("CELERY_POLLING_INTERVAL", default=0.1),
     }
-    for _d in ("queue", "processed"):
+    for _d in ("queue", "processed", "control"):
         (_queue_dir / _d).mkdir(parents=True, exist_ok=True)
+    # A polling broker gives Celery no event loop, and its prefork pool then shares one
+    # locked pipe between the children: an idle child killed while it waits holds that
+    # lock for ever and every other child blocks on it. Threads share one JVM instead.
+    CELERY_WORKER_POOL = env.str("CELERY_WORKER_POOL", default="threads")
+else:
+    # Unacknowledged messages come back after this long: above the longest task limit
+    # (late acks), so a slow task is not delivered twice while it runs.
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "visibility_timeout": env.int("CELERY_VISIBILITY_TIMEOUT",
+                                      default=2 * CELERY_TASK_TIME_LIMIT),
+    }
 CELERY_RESULT_BACKEND = env.str("CELERY_RESULT_BACKEND", default=None) or None
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_ACCEPT_CONTENT = ["json"]
@@ -150,10 +171,23 @@ CELERY_RESULT_SERIALIZER = "json"
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
-CELERY_TASK_TIME_LIMIT = env.int("CELERY_TASK_TIME_LIMIT", default=60 * 60)
-CELERY_TASK_SOFT_TIME_LIMIT = env.int("CELERY_TASK_SOFT_TIME_LIMIT", default=55 * 60)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_TASK_DEFAULT_QUEUE", default="celery")
+# The reconciler runs when a worker starts, every minute here (celery beat, or
+# `celery worker -B`), and on demand with `manage.py recover`.
+CELERY_BEAT_SCHEDULE = {
+    "retrieval-chunks-reconcile": {"task": "retrieval.tasks.chunks_reconcile_task",
+                                   "schedule": 60.0},
+    "pooling-pools-reconcile": {"task": "pooling.tasks.pools_reconcile_task", "schedule": 60.0},
+}
+CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
+# A lease is renewed every third of JOB_LEASE_SECONDS while its work runs; a lease that
+# expires (or whose holder, a process on this host, is gone) is re-queued, and failed
+# with the reason once it has been claimed JOB_MAX_ATTEMPTS times. A queued unit whose
+# wake-up message is older than JOB_WAKEUP_AFTER (doubling on each resend) is woken again.
+JOB_LEASE_SECONDS = env.int("JOB_LEASE_SECONDS", default=30)
+JOB_MAX_ATTEMPTS = env.int("JOB_MAX_ATTEMPTS", default=3)
+JOB_WAKEUP_AFTER = env.int("JOB_WAKEUP_AFTER", default=300)
 
 # --- Retrieval --------------------------------------------------------------------------
 INDEX_ROOT = Path(env.str("INDEX_ROOT", default=str(DATA_DIR / "indexes")))

@@ -91,6 +91,12 @@ class Pool(models.Model):
     status = models.CharField(max_length=10, choices=STATUS_CHOICES, default=STATUS_QUEUED)
     progress = models.FloatField(default=0.0)
     error = models.TextField(blank=True, default="")
+    # The build's lease (see retrieval.leases): the row is the ledger, a message a wake-up.
+    attempts = models.PositiveIntegerField(default=0)
+    holder = models.CharField(max_length=300, blank=True, default="")
+    lease_expires = models.DateTimeField(null=True, blank=True)
+    woken = models.DateTimeField(null=True, blank=True)
+    wakeups = models.PositiveIntegerField(default=0)
     topics_count = models.PositiveIntegerField(default=0)
     documents_count = models.PositiveIntegerField(default=0)
     created = models.DateTimeField(auto_now_add=True)

@@ -292,3 +292,19 @@ def qrels_summary(qrels: Qrels) -> dict:
     from . import coverage
 
     return coverage.qrels_stats(qrels_records(qrels))
+
+
+def pool_job_list() -> list[dict]:
+    """Every pool build as a job: state, progress, lease (holder, expiry, attempts) and
+    the last error, newest first."""
+    return [{
+        "id": pool.id,
+        "name": pool.label,
+        "topic_set": pool.topic_set.name,
+        "state": pool.status,
+        "progress": pool.progress,
+        "holder": pool.holder,
+        "expires": pool.lease_expires,
+        "attempts": pool.attempts,
+        "error": pool.error,
+    } for pool in Pool.objects.select_related("topic_set").order_by("-created", "-id")]

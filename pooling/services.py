@@ -21,6 +21,7 @@ import numpy as np
 from django.db import connection, transaction
 from django.utils import timezone
 
+from retrieval import leases
 from retrieval.selectors import (
     collection_get,
     ranking_depth,
@@ -116,13 +117,19 @@ def pool_create(
             budget_scope=budget_scope,
             collection=collection,
             model=model,
+            woken=timezone.now(),  # built here at once, or woken on commit
+            wakeups=1 if enqueue else 0,
         )
         if enqueue:
-            from .tasks import pool_build_task
-
             pool_id = pool.id
-            transaction.on_commit(lambda: pool_build_task.delay(pool_id))
+            transaction.on_commit(lambda: _pool_wake(pool_id))
     return pool
+
+
+def _pool_wake(pool_id: int) -> None:
+    from .tasks import pool_build_task
+
+    pool_build_task.delay(pool_id)
 
 
 def _no_rankings_message(topic_set_name: str, sources: str, model, collection) -> str:
@@ -150,15 +157,23 @@ def pool_failure_message(exc: BaseException) -> str:
             "Build the pool again; if it fails the same way, report this message.")
 
 
-def pool_build(pool_id: int, *, progress: Callable[[float], None] | None = None) -> Pool:
+def pool_build(pool_id: int, *, progress: Callable[[float], None] | None = None,
+               retry_on: tuple[type[BaseException], ...] = ()) -> Pool:
     """Build a recorded pool from the stored rankings and store its documents.
 
-    Idempotent: a retried build replaces any topics a failed attempt left. On error the
-    pool is marked failed with the message and the error is raised again (the task retries
-    database connection errors, which set the pool running again).
+    The build holds the pool's lease (:mod:`retrieval.leases`) while it runs. Idempotent
+    under duplicate delivery: a pool that is done, failed or being built by a live process
+    is returned untouched, and a finished pool never becomes failed. A retried build
+    replaces any topics a failed attempt left. On an error of a type in ``retry_on`` the
+    pool is queued again (the caller retries); on any other it is marked failed with the
+    message, and the error is raised again.
     """
+    holder = leases.claim(Pool, pool_id)
     pool = Pool.objects.select_related("topic_set", "collection", "model").get(pk=pool_id)
-    Pool.objects.filter(pk=pool.pk).update(status=Pool.STATUS_RUNNING, progress=0.0, error="")
+    if holder is None:
+        return pool
+    Pool.objects.filter(pk=pool.pk, holder=holder).update(progress=0.0)
+    renewal = leases.Renewal(Pool, pool.pk, holder).start()
     try:
         n_topics = max(1, pool.topic_set.topics.count())
         last = [0.0]
@@ -188,6 +203,10 @@ def pool_build(pool_id: int, *, progress: Callable[[float], None] | None = None)
         _progress_set(pool, 0.8, progress)
         rows = [_pool_topic_row(pool, tp, remap) for _, tp in sorted(built.items())]
         with transaction.atomic():
+            status = (Pool.objects.select_for_update().filter(pk=pool.pk)
+                      .values_list("status", flat=True).first())
+            if status == Pool.STATUS_DONE:  # another delivery finished it meanwhile
+                return Pool.objects.get(pk=pool.pk)
             PoolTopic.objects.filter(pool=pool).delete()
             _pool_topics_store(rows)
             Pool.objects.filter(pk=pool.pk).update(
@@ -196,12 +215,18 @@ def pool_build(pool_id: int, *, progress: Callable[[float], None] | None = None)
                 topics_count=len(rows),
                 documents_count=sum(r.size for r in rows),
                 finished=timezone.now(),
+                holder="",
+                lease_expires=None,
+                error="",
             )
-    except Exception as exc:
-        Pool.objects.filter(pk=pool.pk).update(
-            status=Pool.STATUS_FAILED, error=pool_failure_message(exc), finished=timezone.now()
-        )
+    except BaseException as exc:
+        retry = isinstance(exc, retry_on)
+        if leases.release(Pool, pool.pk, holder, pool_failure_message(exc), retry=retry) \
+                and not retry:
+            Pool.objects.filter(pk=pool.pk).update(finished=timezone.now())
         raise
+    finally:
+        renewal.stop()
     if progress is not None:
         progress(1.0)
     pool.refresh_from_db()
@@ -210,6 +235,23 @@ def pool_build(pool_id: int, *, progress: Callable[[float], None] | None = None)
 
 _COPY_FIELDS = ("pool", "topic_id", "size", "docids", "weights", "min_rank", "users", "systems")
 _COPY_TYPES = ("int8", "text", "int4", "bytea", "bytea", "bytea", "bytea", "bytea")
+
+
+def pool_fail(pool_id: int, message: str) -> None:
+    """Fail a pool whose retries are exhausted (it waits queued for a retry that will not
+    come); a finished or running pool is left as it is."""
+    if leases.fail_waiting(Pool, pool_id, message):
+        Pool.objects.filter(pk=pool_id).update(finished=timezone.now())
+
+
+def pools_reconcile(*, wake_after: float | None = None) -> leases.Reconciled:
+    """Re-queue pool builds whose worker is gone, fail those claimed too often (with the
+    reason), wake queued builds whose message is older than ``wake_after`` seconds
+    (default ``JOB_WAKEUP_AFTER``)."""
+    result = leases.reconcile(Pool, _pool_wake, wake_after=wake_after)
+    if result.failed:
+        Pool.objects.filter(pk__in=result.failed).update(finished=timezone.now())
+    return result
 
 
 def _pool_topics_store(rows: list[PoolTopic]) -> None:

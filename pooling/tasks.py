@@ -1,19 +1,37 @@
-"""Celery tasks: take ids, call one service, own retries."""
+"""Celery tasks: take ids, call one service, own retries.
+
+A message names a pool (a row of the ledger) and is only a wake-up: a duplicate delivery
+finds the pool finished or held and returns without touching it.
+"""
 from __future__ import annotations
 
 import logging
 
-from celery import shared_task
-from django.db import OperationalError, InterfaceError
+from celery import Task, shared_task
+from django.db import InterfaceError, OperationalError
 
 log = logging.getLogger(__name__)
 
+TRANSIENT = (OperationalError, InterfaceError)
+
+
+class PoolBuildTask(Task):
+    def on_failure(self, exc, task_id, args, kwargs, einfo):
+        """Retries exhausted: fail the pool that waits for one (the service already
+        failed it for any other error)."""
+        from .services import pool_fail, pool_failure_message
+
+        pool_id = args[0] if args else kwargs.get("pool_id")
+        if pool_id is not None:
+            pool_fail(pool_id, pool_failure_message(exc))
+
 
 @shared_task(
+    base=PoolBuildTask,
     bind=True,
     acks_late=True,
     reject_on_worker_lost=True,
-    autoretry_for=(OperationalError, InterfaceError),
+    autoretry_for=TRANSIENT,
     retry_backoff=5,
     retry_backoff_max=300,
     retry_jitter=True,
@@ -29,5 +47,17 @@ def pool_build_task(self, pool_id: int) -> None:
     """
     from .services import pool_build
 
-    log.info("building pool %s (attempt %s)", pool_id, self.request.retries + 1)
-    pool_build(pool_id)
+    log.info("building pool %s (delivery %s)", pool_id, self.request.retries + 1)
+    pool_build(pool_id, retry_on=TRANSIENT)
+
+
+@shared_task(ignore_result=True, time_limit=5 * 60)
+def pools_reconcile_task(on_start: bool = False) -> dict:
+    """Re-queue pool builds of dead workers and lost messages (every minute under beat)."""
+    from retrieval.leases import lease_seconds
+
+    from .services import pools_reconcile
+
+    # a worker that starts wakes what a killed one may have reserved (unacknowledged)
+    r = pools_reconcile(wake_after=lease_seconds() if on_start else None)
+    return {"requeued": len(r.requeued), "failed": len(r.failed), "woken": len(r.woken)}

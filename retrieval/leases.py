@@ -17,7 +17,9 @@ message was last sent, and how many were) and ``error``.
 - :func:`reconcile` re-queues units whose holder is gone, fails them with the reason once
   they were claimed ``JOB_MAX_ATTEMPTS`` times, and wakes queued units whose wake-up
   message is older than ``JOB_WAKEUP_AFTER`` (doubling with each resend): a message lost
-  by the broker, or a worker killed mid-task, never leaves work waiting for ever.
+  by the broker, or a worker killed mid-task, never leaves work waiting for ever. When a
+  worker starts, messages older than a lease are woken again (a worker killed with
+  messages reserved leaves them unacknowledged until the broker's visibility timeout).
 """
 from __future__ import annotations
 
@@ -200,13 +202,16 @@ class Reconciled:
         return bool(self.requeued or self.failed or self.woken)
 
 
-def reconcile(model, wake: Callable[[object], None], *, now=None) -> Reconciled:
+def reconcile(model, wake: Callable[[object], None], *, now=None,
+              wake_after: float | None = None) -> Reconciled:
     """Re-queue or fail units whose holder is gone and wake queued units whose wake-up is
-    stale; ``wake(pk)`` sends a wake-up message once this transaction commits. Every change
-    is a compare-and-set, so concurrent reconcilers and workers never undo each other."""
+    older than ``wake_after`` seconds (default ``JOB_WAKEUP_AFTER``, doubling with each
+    resend); ``wake(pk)`` sends a wake-up message once this transaction commits. Every
+    change is a compare-and-set, so concurrent reconcilers and workers never undo each
+    other."""
     now = now or timezone.now()
     done = Reconciled()
-    after = timedelta(seconds=max(1, int(settings.JOB_WAKEUP_AFTER)))
+    after = timedelta(seconds=max(1.0, float(wake_after or settings.JOB_WAKEUP_AFTER)))
     with transaction.atomic():
         running = model.objects.filter(status=RUNNING).values(
             "pk", "holder", "lease_expires", "attempts")

@@ -366,3 +366,43 @@ def document_raw(collection: Collection, docid: str) -> str | None:
 
     anserini.configure(settings.ANSERINI_JAVA_HOME)
     return anserini.doc_raw(collection.index_path, docid)
+
+
+def run_chunk_list(run: Run):
+    """The chunks (units of work) of a run with their status, lease and last error."""
+    from .models import RunChunk
+
+    return RunChunk.objects.filter(run=run).defer("keys").order_by("index")
+
+
+def run_job_list() -> list[dict]:
+    """Every run as a job: state, queries ranked of total, chunks by state, the leases of
+    running chunks (holder, expiry) and the last error, newest first."""
+    from django.db.models import Count
+
+    from .models import RunChunk
+
+    chunks: dict[int, dict] = {}
+    for run_id, status, n in (RunChunk.objects.order_by().values("run_id", "status")
+                              .annotate(n=Count("id")).values_list("run_id", "status", "n")):
+        chunks.setdefault(run_id, {})[status] = n
+    held: dict[int, list] = {}
+    for run_id, index, holder, expires, attempts in (
+            RunChunk.objects.filter(status="running").order_by("run_id", "index")
+            .values_list("run_id", "index", "holder", "lease_expires", "attempts")):
+        held.setdefault(run_id, []).append(
+            {"chunk": index, "holder": holder, "expires": expires, "attempt": attempts})
+    return [{
+        "id": run.id,
+        "topic_set": run.topic_set.name,
+        "collection": run.collection.name if run.collection else None,
+        "model": run.model.name if run.model else None,
+        "tag": run.tag,
+        "source": run.source,
+        "state": run.status,
+        "done": run.completed,
+        "total": run.total,
+        "chunks": chunks.get(run.id, {}),
+        "leases": held.get(run.id, []),
+        "error": run.error,
+    } for run in run_list().order_by("-created", "-id")]

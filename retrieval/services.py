@@ -463,10 +463,11 @@ def chunk_fail(chunk_id: int, message: str) -> None:
         _runs_refresh([run_id])
 
 
-def chunks_reconcile() -> leases.Reconciled:
+def chunks_reconcile(*, wake_after: float | None = None) -> leases.Reconciled:
     """Re-queue chunks whose worker is gone, fail those claimed too often (with the
-    reason), wake chunks whose message was lost; recount the runs concerned."""
-    result = leases.reconcile(RunChunk, _chunk_wake)
+    reason), wake queued chunks whose message is older than ``wake_after`` seconds
+    (default ``JOB_WAKEUP_AFTER``); recount the runs concerned."""
+    result = leases.reconcile(RunChunk, _chunk_wake, wake_after=wake_after)
     pks = result.requeued + result.failed + result.woken
     if pks:
         _runs_refresh(set(RunChunk.objects.filter(pk__in=pks).values_list("run_id", flat=True)))
@@ -502,8 +503,9 @@ def vocabulary_cache_clear() -> None:
 def _runs_refresh(run_ids) -> None:
     """Recount runs from their rows: queries ranked, chunks by status; derive the status.
 
-    A run is failed when a chunk failed (with that chunk's error), done when every query
-    is ranked, running once a chunk was claimed, else queued.
+    A run is done when every query is ranked (whichever run's chunk ranked it), else
+    failed when a chunk failed (with that chunk's error), running once a chunk was
+    claimed, else queued.
     """
     run_ids = [r for r in set(run_ids) if r is not None]
     if not run_ids:
@@ -524,17 +526,17 @@ def _runs_refresh(run_ids) -> None:
         completed = ranked.get(run.id, 0)
         failed = counts.get(leases.FAILED, 0)
         started = counts.get(leases.RUNNING, 0) + counts.get(leases.DONE, 0) + failed
-        if failed:
-            status = "failed"
-        elif completed >= run.total:
+        if completed >= run.total:
             status = "done"
+        elif failed:
+            status = "failed"
         elif started:
             status = "running"
         else:
             status = "queued"
         fields = dict(completed=completed, tasks_total=sum(counts.values()),
                       tasks_done=counts.get(leases.DONE, 0), tasks_failed=failed,
-                      status=status, error=errors.get(run.id, "") if failed else "")
+                      status=status, error=errors.get(run.id, "") if status == "failed" else "")
         if status != "queued" and run.started is None:
             fields["started"] = now
         if status in ("done", "failed"):

@@ -150,7 +150,8 @@ def read_trec_rf10_crowd(path: PathLike) -> pd.DataFrame:
     with open(path, newline="") as fh:
         reader = csv.reader(fh, delimiter="\t")
         header = next(reader, None)
-        if header is None or [h.strip() for h in header[:5]] != ["topicID", "workerID", "docID", "gold", "label"]:
+        expected = ["topicID", "workerID", "docID", "gold", "label"]
+        if header is None or [h.strip() for h in header[:5]] != expected:
             raise LabelsFormatError(path, 1, "expected the header topicID workerID docID gold label")
         for lineno, parts in enumerate(reader, 2):
             if not parts or not "".join(parts).strip():
@@ -236,7 +237,8 @@ def krippendorff_alpha(counts: np.ndarray, categories: Sequence[int], level: str
     if len(categories) < 2 or not (counts.sum(axis=1) >= 2).any():
         return None
     with np.errstate(divide="ignore", invalid="ignore"):
-        value = float(krippendorff.alpha(value_counts=counts, value_domain=np.asarray(categories, dtype=float),
+        value = float(krippendorff.alpha(value_counts=counts,
+                                         value_domain=np.asarray(categories, dtype=float),
                                          level_of_measurement=level))
     return None if math.isnan(value) else value
 

@@ -156,7 +156,8 @@ def merged_intent_taus(run_paths: list[str], qrels_path: str, measure: str,
                 k = max(1, round(fraction * len(intents)))
                 # a random split into k non-empty groups: shuffle, then cut at k−1 places
                 shuffled = list(rng.permutation(intents))
-                cuts = sorted(rng.choice(np.arange(1, len(intents)), size=k - 1, replace=False)) if k > 1 else []
+                cuts = (sorted(rng.choice(np.arange(1, len(intents)), size=k - 1, replace=False))
+                        if k > 1 else [])
                 groups = np.split(np.array(shuffled, dtype=object), cuts)
                 for g, members in enumerate(groups, 1):
                     docs: dict = {}

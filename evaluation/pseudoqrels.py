@@ -74,7 +74,8 @@ def level(matchcount: int) -> int:
 
 
 def pseudo_qrels(topics: Mapping[str, str], subtopics: Mapping[str, Mapping[str, str]],
-                 pool: Mapping[str, Iterable[str]], text: Callable[[str], str]) -> tuple[list[PseudoQrel], list[str]]:
+                 pool: Mapping[str, Iterable[str]],
+                 text: Callable[[str], str]) -> tuple[list[PseudoQrel], list[str]]:
     """Diversity pseudo-qrels for every pooled document of every topic that has
     subtopics, and the notes of subtopics that reduce to nothing. ``text(docid)`` gives
     a document's text; each document is read once per topic."""

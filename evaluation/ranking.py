@@ -30,7 +30,7 @@ import itertools
 import json
 import math
 import os
-from typing import Mapping, Sequence, Union
+from typing import Mapping, Union
 
 import numpy as np
 import pandas as pd

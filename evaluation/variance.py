@@ -68,7 +68,8 @@ def read_intent_scores(path: PathLike) -> pd.DataFrame:
             key = tuple(parts[:3])
             if key in seen:
                 raise IntentScoresFormatError(
-                    path, lineno, f"system {key[0]} query {key[1]} intent {key[2]} already scored on line {seen[key]}")
+                    path, lineno,
+                    f"system {key[0]} query {key[1]} intent {key[2]} already scored on line {seen[key]}")
             seen[key] = lineno
             rows.append((*parts[:3], score))
     if not rows:
@@ -219,7 +220,8 @@ def subsample_taus(scores: pd.DataFrame, fractions: Sequence[float] = (0.2, 0.4,
             sub = scores[scores["query"].isin(keep_q)]
             taus["queries"].append(kendall_tau_b(full.to_numpy(), _ordering(sub).reindex(systems).to_numpy()))
             keep = [(q, i) for q in queries
-                    for i in rng.choice(intents[q], size=max(1, round(fraction * len(intents[q]))), replace=False)]
+                    for i in rng.choice(intents[q], size=max(1, round(fraction * len(intents[q]))),
+                                        replace=False)]
             keys = pd.MultiIndex.from_tuples(keep, names=["query", "intent"])
             sub = scores.set_index(["query", "intent"]).loc[lambda f: f.index.isin(keys)].reset_index()
             taus["intents"].append(kendall_tau_b(full.to_numpy(), _ordering(sub).reindex(systems).to_numpy()))

@@ -241,6 +241,7 @@ def test_crowd_coherence_counts(crowd_summary):
 
 # -------------------------------------------------------------------- the command
 
+@pytest.mark.slow
 def test_agreement_command_on_crowd_file(crowd, crowd_summary):
     from django.core.management import call_command
 

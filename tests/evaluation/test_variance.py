@@ -58,6 +58,7 @@ def test_intent_scores_from_runs(web_scores):
     assert web_scores["score"].between(0, 1).all()
 
 
+@pytest.mark.slow
 def test_variance_components_equal_lme4(tmp_path, web_scores, web_fit):
     if shutil.which("Rscript") is None:
         pytest.skip("Rscript not found: install Debian's r-base-core and r-cran-lme4")
@@ -85,6 +86,7 @@ def test_variance_components_equal_lme4(tmp_path, web_scores, web_fit):
             assert ours[key] == pytest.approx(value, rel=2e-4, abs=2e-4 * scale), (model, key)
 
 
+@pytest.mark.slow
 def test_models_recover_simulated_components():
     rng = np.random.default_rng(4)
     s_n, q_n, i_n = 3, 30, 3
@@ -134,6 +136,7 @@ def test_read_intent_scores_errors(tmp_path):
         variance.fit_models(variance.read_intent_scores(path))
 
 
+@pytest.mark.slow
 def test_variance_components_command(tmp_path, web_scores):
     from django.core.management import call_command
 
@@ -152,6 +155,7 @@ def test_variance_components_command(tmp_path, web_scores):
         assert row == pytest.approx(expected)
 
 
+@pytest.mark.slow
 def test_merged_intents(shared_data):
     from evaluation import measures
     from evaluation.analysis import merged_intent_taus

@@ -45,7 +45,8 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(result))
             return
         ov = result["overall"]
-        self.stdout.write(f"topics {ov['topics']}  intents {ov['intents']}  coherent {ov['coherent_intents']}  "
+        self.stdout.write(f"topics {ov['topics']}  intents {ov['intents']}  "
+                          f"coherent {ov['coherent_intents']}  "
                           f"distinct topics {ov['distinct_topics']}"
                           + (f"  plausible {ov['plausible_intents']}  mean completeness "
                              f"{_fmt(ov['mean_completeness'])}" if "plausible_intents" in ov else ""))

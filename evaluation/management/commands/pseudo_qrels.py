@@ -37,7 +37,8 @@ def _documents(path: str) -> dict[str, str]:
             except json.JSONDecodeError as exc:
                 raise ValueError(f"{path}, line {lineno}: not JSON ({exc.msg})") from None
             if not isinstance(obj, dict) or "id" not in obj:
-                raise ValueError(f"{path}, line {lineno}: expected an object with id and contents (or title, text)")
+                raise ValueError(f"{path}, line {lineno}: expected an object with id and "
+                                 "contents (or title, text)")
             text = obj.get("contents") if "contents" in obj else " ".join(
                 str(obj.get(k, "")) for k in ("title", "text"))
             docs[str(obj["id"])] = str(text)
@@ -106,4 +107,5 @@ class Command(BaseCommand):
         for note in notes:
             self.stderr.write(note)
         relevant = sum(1 for q in qrels if q.level > 0)
-        self.stdout.write(f"wrote {len(qrels)} pseudo-judgments ({relevant} with a level above 0) to {o['out']}")
+        self.stdout.write(f"wrote {len(qrels)} pseudo-judgments ({relevant} with a level above 0) "
+                          f"to {o['out']}")

@@ -36,7 +36,8 @@ class Command(BaseCommand):
             scores = self._scores(o)
             result = variance.fit_models(scores, full=bool(o["budget"]))
             if o["budget"]:
-                result["allocation"] = variance.allocation_table(result["full"], o["budget"], o["max_intents"])
+                result["allocation"] = variance.allocation_table(result["full"], o["budget"],
+                                                                 o["max_intents"])
             if o["subsample"]:
                 fractions = [float(f) for f in o["fractions"].split(",") if f.strip()]
                 result["subsample"] = variance.subsample_taus(scores, fractions, o["repeats"], o["seed"])
@@ -59,7 +60,8 @@ class Command(BaseCommand):
             self.stdout.write(f"N {row['queries']}\tM {row['intents']}\tvar_mean {row['var_mean']:.6g}\t"
                               f"var_difference {row['var_difference']:.6g}")
         for row in result.get("subsample", []):
-            self.stdout.write(f"{row['kind']}\t{row['fraction']}\ttau mean {row['mean']:.4f}\tsd {row['sd']:.4f}")
+            self.stdout.write(f"{row['kind']}\t{row['fraction']}\ttau mean {row['mean']:.4f}\t"
+                              f"sd {row['sd']:.4f}")
 
     def _scores(self, o):
         if o["scores"]:

@@ -288,7 +288,8 @@ def parse_smart(lines: Iterable[tuple[int, str]], source: str) -> list[TopicReco
             if tag == "I":
                 finish()
                 if not rest or len(rest.split()) != 1:
-                    raise ParseError(source, number, f"'.I' needs one id, found {quote(text.strip(), 80)}")
+                    raise ParseError(source, number,
+                                     f"'.I' needs one id, found {quote(text.strip(), 80)}")
                 current = {"id": topic_id_check(rest, source, number), "line": number,
                            "W": [], "T": []}
                 fieldname = None

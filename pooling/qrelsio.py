@@ -103,7 +103,8 @@ def _record(path: PathLike, lineno: int, parts: list[str], second_name: str):
             checked(d, "document id", MAX_DOCID_CHARS), rel)
 
 
-def _read(path: PathLike, fmt: str, encoding: str) -> Iterator[tuple[int, AdhocQrel | DiversityQrel]]:
+def _read(path: PathLike, fmt: str,
+          encoding: str) -> Iterator[tuple[int, AdhocQrel | DiversityQrel]]:
     make, second = (AdhocQrel, "iteration") if fmt == "adhoc" else (DiversityQrel, "subtopic")
     for lineno, parts in _lines(path, encoding):
         yield lineno, make(*_record(path, lineno, parts, second))
@@ -177,7 +178,8 @@ def _format_check(path: PathLike, fmt: str, rows) -> None:
             "('topic 0 docid rel'); import them with --format adhoc")
 
 
-def write_qrels(dest: Union[PathLike, IO[str]], records: Iterable[AdhocQrel | DiversityQrel]) -> int:
+def write_qrels(dest: Union[PathLike, IO[str]],
+                records: Iterable[AdhocQrel | DiversityQrel]) -> int:
     """Write records as ``topic iteration|subtopic docid rel`` lines; returns the line count.
 
     ``dest`` is a path (``.gz`` compresses; written to a temporary file and renamed, so a

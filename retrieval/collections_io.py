@@ -160,7 +160,8 @@ def read_trec(path: str | Path, *, encoding: str = "utf-8",
             yield _trec_doc(path, start, "".join(buf), seen, allow_empty)
             start = None
     if start is not None:
-        raise CollectionFormatError(path, start, "<DOC> opened here is never closed (unterminated DOC)")
+        raise CollectionFormatError(path, start,
+                                    "<DOC> opened here is never closed (unterminated DOC)")
 
 
 def _trec_doc(path, line_no: int, text: str, seen: set, allow_empty: bool) -> Document:

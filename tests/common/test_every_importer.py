@@ -51,16 +51,13 @@ FORMATS = {
                          lambda p, **kw: list(read_collection(p, "smart", **kw)),
                          lambda ds: [d.docid for d in ds]),
     "qrels": ("q.qrels", "{id} 0 d{text} 1\n",
-              lambda p, **kw: read_qrels(p, "adhoc", **kw), lambda rows: [r.topic_id for _, r in rows]),
+              lambda p, **kw: read_qrels(p, "adhoc", **kw),
+              lambda rows: [r.topic_id for _, r in rows]),
 }
 
-# Ids must survive every format's own syntax: a run tag, JSON string and XML attribute.
-_JSON_ESCAPES = {"\x07": "\\u0007"}
-
-
-def _write(tmp_path, name, template, id_, text="ok", raw=None):
+def _write(tmp_path, name, id_, text="ok"):
     fname, tpl = FORMATS[name][0], FORMATS[name][1]
-    if name == "collection jsonl":
+    if name == "collection jsonl":  # a JSON string: escape what JSON escapes
         id_ = json.dumps(id_)[1:-1]
     p = tmp_path / fname
     p.write_text(tpl.format(id=id_, text=text), encoding="utf-8")
@@ -69,7 +66,7 @@ def _write(tmp_path, name, template, id_, text="ok", raw=None):
 
 @pytest.mark.parametrize("name", FORMATS)
 def test_ids_are_nfc_in_every_format(tmp_path, name):
-    p = _write(tmp_path, name, None, "Xcafe\u0301")
+    p = _write(tmp_path, name, "Xcafe\u0301")
     result = FORMATS[name][2](p)
     assert FORMATS[name][3](result) == ["Xcaf\u00e9"]
 
@@ -90,7 +87,7 @@ def test_bad_ids_are_refused_alike(tmp_path, name, bad):
     value, reason = BAD[bad]
     if name == "topics webxml" and bad == "control":
         pytest.skip("XML itself forbids control characters (a malformed-XML error)")
-    p = _write(tmp_path, name, None, value)
+    p = _write(tmp_path, name, value)
     with pytest.raises(InputError) as info:
         FORMATS[name][2](p)
     assert info.value.line is not None
@@ -100,7 +97,7 @@ def test_bad_ids_are_refused_alike(tmp_path, name, bad):
 
 @pytest.mark.parametrize("name", FORMATS)
 def test_ids_with_spaces_are_refused(tmp_path, name):
-    p = _write(tmp_path, name, None, "X Y")
+    p = _write(tmp_path, name, "X Y")
     with pytest.raises(InputError) as info:
         FORMATS[name][2](p)
     assert info.value.line is not None
@@ -108,7 +105,7 @@ def test_ids_with_spaces_are_refused(tmp_path, name):
 
 @pytest.mark.parametrize("name", FORMATS)
 def test_over_long_ids_are_refused_quoting_at_most_200_characters(tmp_path, name):
-    p = _write(tmp_path, name, None, "X" * 5000)
+    p = _write(tmp_path, name, "X" * 5000)
     with pytest.raises(InputError) as info:
         FORMATS[name][2](p)
     assert re.search(r" is 500\d characters \(at most (100|200|255)\): 'XXX", str(info.value))

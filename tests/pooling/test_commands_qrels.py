@@ -86,7 +86,8 @@ def test_malformed_qrels_name_file_and_line_and_import_nothing(tmp_path):
     good = "".join(f"7 0 doc-{i} {i % 3}\n" for i in range(6000))  # more than one batch
     bad = tmp_path / "bad.qrels"
     bad.write_text(good + "\n# a comment\n7 0 doc-x relevant\n")
-    with pytest.raises(CommandError, match=rf"{bad}, line 6003: relevance 'relevant' is not a whole"):
+    with pytest.raises(CommandError,
+                       match=rf"{bad}, line 6003: relevance 'relevant' is not a whole"):
         call_command("import_qrels", str(bad), "--format", "adhoc", "--name", "bad")
     short = tmp_path / "short.qrels"
     short.write_text("7 1 doc-a 1\n7 doc-b 1\n")
@@ -187,6 +188,7 @@ def test_bad_files_are_errors_with_file_and_line_not_tracebacks(tmp_path):
         _import(tmp_path / ("q" * 300), "--format", "adhoc", "--name", "long")
     big = tmp_path / "big.txt"
     big.write_text("1 0 a 4294967296\n")
-    with pytest.raises(CommandError, match=r"big\.txt, line 1: relevance '4294967296' is too large"):
+    with pytest.raises(CommandError,
+                       match=r"big\.txt, line 1: relevance '4294967296' is too large"):
         _import(big, "--format", "adhoc", "--name", "big")
     assert Qrels.objects.count() == 1

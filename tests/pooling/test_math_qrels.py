@@ -77,7 +77,8 @@ def test_qrels_stats_web2011_diversity(shared_data):
     path = _web(shared_data) / "qrels.diversity.txt"
     got = qrels_stats(read_diversity_qrels(path))
     # independent computation with plain Python
-    intents, judged, relevant, grades = defaultdict(set), defaultdict(set), defaultdict(set), Counter()
+    intents, judged, relevant = defaultdict(set), defaultdict(set), defaultdict(set)
+    grades = Counter()
     topics = set()
     with open(path) as fh:
         for line in fh:
@@ -108,7 +109,7 @@ def test_qrels_stats_hand_computed():
     recs = [
         DiversityQrel("1", "1", "a", 1),
         DiversityQrel("1", "2", "a", 0),
-        DiversityQrel("1", "3", "b", -2),  # junk: judged, non-relevant; intent 3 has nothing relevant
+        DiversityQrel("1", "3", "b", -2),  # junk: judged, non-relevant; intent 3 none relevant
         DiversityQrel("1", "2", "c", 2),
         DiversityQrel("2", "1", "a", 0),
     ]

@@ -19,7 +19,8 @@ class Command(BaseCommand):
         parser.add_argument("--format", required=True, choices=TOPIC_FORMATS, dest="fmt")
         parser.add_argument("--topic-set", required=True, dest="topic_set")
         parser.add_argument("--encoding", default="utf-8",
-                            help="text encoding of the file (default utf-8; e.g. latin-1)")
+                            help="text encoding of the file (default utf-8; e.g. latin-1); "
+                            "webxml files declare their own")
         parser.add_argument(
             "--ids",
             choices=["given", "position"],

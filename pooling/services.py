@@ -11,7 +11,6 @@ remapped here before the mathematics runs and mapped back afterwards.
 """
 from __future__ import annotations
 
-import hashlib
 import logging
 import time
 from pathlib import Path
@@ -21,6 +20,9 @@ import numpy as np
 from django.db import connection, transaction
 from django.utils import timezone
 
+from common import fileio
+from common.fileio import clean_name
+from crowd.naturalsort import natural_key
 from retrieval import leases
 from retrieval.selectors import (
     collection_get,
@@ -301,70 +303,69 @@ def pool_delete(pool: Pool) -> None:
 # --- qrels -----------------------------------------------------------------------------
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-def qrels_import(path, *, format: str, name: str) -> Qrels:
+def qrels_import(path, *, format: str, name: str, topic_set_name: str | None = None,
+                 id_map: str | None = None, encoding: str = "utf-8") -> Qrels:
     """Import a TREC qrels file (``adhoc``: topic iter docid rel; ``diversity``: topic
-    subtopic docid rel; ``.gz`` accepted). All or nothing: a malformed line raises a
-    ``ValueError`` naming the file and line, and nothing is stored."""
-    path = Path(path)
+    subtopic docid rel; ``.gz`` accepted) as qrels ``name``. All or nothing: a malformed
+    line, a second grade for one judgment or a file in another format raises a
+    ``ValueError`` naming the file and line(s) (:func:`pooling.qrelsio.read_qrels`), and
+    nothing is stored.
+
+    ``id_map="strip-zeros"`` writes all-digit topic ids without leading zeros ("01" ->
+    "1"). With ``topic_set_name`` every topic id must be a topic of that set; the error
+    lists those that are not. The name must be usable in a page address (no ``/``, ``..``,
+    spaces or invisible characters; at most 100 characters).
+    """
     if format not in (Qrels.FORMAT_ADHOC, Qrels.FORMAT_DIVERSITY):
         raise ValueError(f"qrels format must be adhoc or diversity, not {format!r}")
-    if not path.is_file():
-        raise ValueError(f"no such qrels file: {path}")
+    name = clean_name(name, "qrels name", max_chars=Qrels._meta.get_field("name").max_length)
+    try:
+        path = fileio.require_file(path, error=qrelsio.QrelsFormatError)
+    except qrelsio.QrelsFormatError as exc:
+        raise ValueError(f"no such qrels file: {exc}") from None
     if Qrels.objects.filter(name=name).exists():
         raise ValueError(f"qrels named {name!r} already exist")
-    reader = (
-        qrelsio.read_adhoc_qrels if format == Qrels.FORMAT_ADHOC else qrelsio.read_diversity_qrels
-    )
-    checksum = _sha256(path)
+    rows = qrelsio.read_qrels(path, format, encoding=encoding, id_map=id_map)
+    if topic_set_name is not None:
+        _qrels_topics_check(path, rows, topic_set_name, id_map)
+    checksum = fileio.file_sha256(path)
+    adhoc = format == Qrels.FORMAT_ADHOC
     with transaction.atomic():
         qrels = Qrels.objects.create(
-            name=name, format=format, source_file=path.name, checksum=checksum
+            name=name, format=format, source_file=path.name[:1000], checksum=checksum
         )
-        batch: list[QrelsJudgment] = []
-        count = 0
-        for rec in reader(path):
-            _judgment_check(path, rec)
-            batch.append(
+        for start in range(0, len(rows), JUDGMENT_BATCH):
+            QrelsJudgment.objects.bulk_create(
                 QrelsJudgment(
-                    qrels=qrels,
-                    topic_id=str(rec.topic_id),
-                    intent_id=rec.iteration if format == Qrels.FORMAT_ADHOC else rec.subtopic,
-                    docid=rec.docid,
-                    grade=rec.rel,
+                    qrels=qrels, topic_id=rec.topic_id,
+                    intent_id=rec.iteration if adhoc else rec.subtopic,
+                    docid=rec.docid, grade=rec.rel,
                 )
+                for _, rec in rows[start : start + JUDGMENT_BATCH]
             )
-            if len(batch) >= JUDGMENT_BATCH:
-                QrelsJudgment.objects.bulk_create(batch)
-                count += len(batch)
-                batch = []
-        if batch:
-            QrelsJudgment.objects.bulk_create(batch)
-            count += len(batch)
-        if count == 0:
-            raise ValueError(f"{path}: no judgments found")
-        qrels.judgments_count = count
+        qrels.judgments_count = len(rows)
         qrels.save(update_fields=["judgments_count"])
     return qrels
 
 
-def _judgment_check(path: Path, rec) -> None:
-    """Refuse values the table cannot hold, naming the offending judgment."""
-    second = getattr(rec, "subtopic", None) or getattr(rec, "iteration", "")
-    where = f"{path}: judgment {' '.join(map(str, rec))!r}"
-    if len(rec.topic_id) > 100 or len(second) > 100:
-        raise ValueError(f"{where}: topic and intent ids are at most 100 characters")
-    if len(rec.docid) > 255:
-        raise ValueError(f"{where}: docids are at most 255 characters")
-    if not -32768 <= rec.rel <= 32767:
-        raise ValueError(f"{where}: grade out of range")
+def _qrels_topics_check(path: Path, rows, topic_set_name: str, id_map: str | None) -> None:
+    from crowd.selectors import topic_list, topic_set_get
+
+    topic_set_get(topic_set_name)  # ValueError naming the known sets
+    known = {t.topic_id for t in topic_list(topic_set_name)}
+    first_line: dict[str, int] = {}
+    for lineno, rec in rows:
+        if rec.topic_id not in known:
+            first_line.setdefault(rec.topic_id, lineno)
+    if first_line:
+        unknown = sorted(first_line, key=natural_key)
+        shown = ", ".join(f"{t} (line {first_line[t]})" for t in unknown[:20])
+        more = f" and {len(unknown) - 20} more" if len(unknown) > 20 else ""
+        hint = ("" if id_map else "; if the file writes ids with leading zeros ('01' for '1'), "
+                "use --id-map strip-zeros")
+        raise ValueError(
+            f"{path}: {len(unknown)} topic(s) not in topic set {topic_set_name!r}: "
+            f"{shown}{more}{hint}")
 
 
 def qrels_delete(qrels: Qrels) -> None:

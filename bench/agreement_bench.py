@@ -119,7 +119,8 @@ def tukey_bench(systems: int, topics: int, trials: int, repeat: int) -> dict:
     t_ours, mine = best_of(lambda: ranking.tukey_hsd_pvalues(matrix, trials, seed=1), repeat)
     t_loop, theirs = best_of(lambda: tukey_loop(matrix, trials, seed=2), repeat)
     return {"systems": systems, "topics": topics, "trials": trials, "ours_s": t_ours,
-            "loop_s": t_loop, "ratio": t_loop / t_ours, "max_abs_p_difference": float(np.abs(mine - theirs).max())}
+            "loop_s": t_loop, "ratio": t_loop / t_ours,
+            "max_abs_p_difference": float(np.abs(mine - theirs).max())}
 
 
 def main() -> None:
@@ -137,7 +138,8 @@ def main() -> None:
     (out / "agreement_bench.json").write_text(json.dumps(result, indent=2))
     c, t = result["cohen_kappa"], result["tukey_hsd"]
     print(f"Cohen's kappa, {c['pairs']} pairs: ours {c['ours_s']:.3f}s, "
-          f"sklearn loop {c['sklearn_loop_s']:.3f}s, x{c['ratio']:.1f}, max diff {c['max_abs_difference']:.1e}")
+          f"sklearn loop {c['sklearn_loop_s']:.3f}s, x{c['ratio']:.1f}, "
+          f"max diff {c['max_abs_difference']:.1e}")
     print(f"Tukey HSD {t['systems']}x{t['topics']}, B={t['trials']}: ours {t['ours_s']:.3f}s, "
           f"loop {t['loop_s']:.3f}s, x{t['ratio']:.1f}, max p diff {t['max_abs_p_difference']:.3f}")
 

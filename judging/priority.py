@@ -11,8 +11,9 @@ whose relevance is not known yet, in the order the policy reaches them. An item 
 this way gives the policy no feedback (it is still being judged), so the policy carries
 on as if nothing happened. Replaying from the judgments makes the order a function of the
 judgments alone: every assessor and every request sees the same order, and a judgment by
-any assessor changes it for all the others. With one assessor judging each yielded item
-before asking for the next, the replay is exactly the sequential policy.
+any assessor changes it for all the others. A caller that records each yielded item's
+relevance in ``known`` before asking for the next item gets the sequential policy (the
+generator reads the item's relevance back when resumed): that is how a simulation runs.
 
 Policies (``feedback`` is True for relevant):
 
@@ -112,7 +113,8 @@ def _mtf(rk: _Rankings, known: Mapping[int, bool]) -> Iterator[int]:
         rel = known.get(item)
         if rel is None:
             yield item  # still to be judged: no feedback, the same ranking stays in front
-        elif not rel:
+            rel = known.get(item)  # given meanwhile by a sequential caller
+        if rel is False:
             heapq.heapreplace(heap, (neg_p + 1, tick, s))
             tick += 1
 
@@ -129,9 +131,10 @@ def _bandit(rk: _Rankings, known: Mapping[int, bool]) -> Iterator[int]:
             live.remove(s)
             continue
         r = known.get(item)
+        if r is None and first:
+            yield item
+            r = known.get(item)  # given meanwhile by a sequential caller
         if r is None:
-            if first:
-                yield item
             continue
         if r:
             rel[s] += 1
@@ -170,7 +173,7 @@ def order_items(
     known: Mapping[int, bool] | None = None,
 ) -> Iterator[int]:
     """Every item not in ``known`` in the order ``order`` (pool, depth, mtf, bandit)."""
-    known = known or {}
+    known = {} if known is None else known
     if order == "pool":
         return (i for i in range(n_items) if i not in known)
     if order == "depth":

@@ -18,6 +18,29 @@ def sequential(order, rankings, n, relevant):
         known[nxt] = nxt in relevant
 
 
+def interactive(order, rankings, n, relevant):
+    """The same, through one generator that reads each judgment back when resumed."""
+    known, seq = {}, []
+    for item in adaptive_order(order, rankings, n, known):
+        seq.append(item)
+        known[item] = item in relevant
+    return seq
+
+
+def test_interactive_generator_equals_replay():
+    import random
+
+    rng = random.Random(7)
+    for _ in range(200):
+        n = rng.randint(1, 12)
+        rankings = [rng.sample(range(n), rng.randint(0, n)) for _ in range(rng.randint(1, 4))]
+        relevant = {i for i in range(n) if rng.random() < 0.4}
+        for order in ("mtf", "bandit"):
+            seq = sequential(order, rankings, n, relevant)
+            assert interactive(order, rankings, n, relevant) == seq
+            assert sorted(seq) == list(range(n))
+
+
 def test_mtf_without_feedback_walks_the_first_ranking_then_the_next():
     assert list(adaptive_order("mtf", [[0, 1, 2], [3, 1, 4]], 5, {})) == [0, 1, 2, 3, 4]
 

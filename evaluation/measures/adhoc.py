@@ -35,16 +35,43 @@ def _ranks(n: int) -> np.ndarray:
     return np.arange(1, n + 1, dtype=np.float64)
 
 
+def _hits(grades: np.ndarray, rel_level: int):
+    """Every ranked document with grade ≥ ``rel_level``, in rank order: its row (the leading
+    axes flattened), 0-based position, 1-based count among the row's hits so far, and its
+    flat index. Working on these alone keeps the cost in the relevant documents."""
+    depth = grades.shape[-1]
+    flat = np.flatnonzero(grades >= rel_level)
+    row, pos = np.divmod(flat, max(depth, 1))
+    n = len(flat)
+    first = np.ones(n, dtype=bool)
+    first[1:] = row[1:] != row[:-1]
+    index = np.arange(n)
+    count = index - np.maximum.accumulate(np.where(first, index, 0)) + 1
+    return row, pos, count, first, flat
+
+
+def _per_row(grades: np.ndarray, row: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    # bincount adds each row's weights one after another, in rank order (as trec_eval does)
+    rows = int(np.prod(grades.shape[:-1], dtype=np.int64))
+    return np.bincount(row, weights=weights, minlength=rows).reshape(grades.shape[:-1])
+
+
+def _per_topic(value, shape) -> np.ndarray:
+    return np.broadcast_to(np.asarray(value, dtype=np.float64), shape)
+
+
+def _ratio(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.divide(a, b, out=np.zeros(a.shape), where=b > 0)
+
+
 def average_precision(grades: np.ndarray, num_rel, rel_level: int = 1) -> np.ndarray:
     """AP = (1/R) · Σ_{i : g_i ≥ ℓ} |{j ≤ i : g_j ≥ ℓ}| / i, and 0 when R = 0.
 
     trec_eval ``map``: R counts every judged relevant document of the topic, so relevant
     documents the run missed count as precision 0."""
-    rel = grades >= rel_level
-    cum = np.cumsum(rel, axis=-1, dtype=np.int32)
-    s = np.where(rel, cum / _ranks(grades.shape[-1]), 0.0).sum(axis=-1)
-    num_rel = np.broadcast_to(np.asarray(num_rel, dtype=np.float64), s.shape)
-    return np.divide(s, num_rel, out=np.zeros_like(s), where=num_rel > 0)
+    row, pos, count, _, _ = _hits(grades, rel_level)
+    total = _per_row(grades, row, count / (pos + 1.0))
+    return _ratio(total, _per_topic(num_rel, total.shape))
 
 
 def precision(grades: np.ndarray, k: int, rel_level: int = 1) -> np.ndarray:
@@ -57,30 +84,25 @@ def precision(grades: np.ndarray, k: int, rel_level: int = 1) -> np.ndarray:
 def recall(grades: np.ndarray, num_rel, k: int, rel_level: int = 1) -> np.ndarray:
     """R@k = |{i ≤ k : g_i ≥ ℓ}| / R, and 0 when R = 0 (trec_eval ``recall.k``)."""
     hits = np.count_nonzero(grades[..., :k] >= rel_level, axis=-1).astype(np.float64)
-    num_rel = np.broadcast_to(np.asarray(num_rel, dtype=np.float64), hits.shape)
-    return np.divide(hits, num_rel, out=np.zeros_like(hits), where=num_rel > 0)
+    return _ratio(hits, _per_topic(num_rel, hits.shape))
 
 
 def reciprocal_rank(grades: np.ndarray, rel_level: int = 1) -> np.ndarray:
     """RR = 1 / min{i : g_i ≥ ℓ}, and 0 when no relevant document was retrieved
     (trec_eval ``recip_rank``)."""
-    rel = grades >= rel_level
-    first = np.argmax(rel, axis=-1)
-    return np.where(rel.any(axis=-1), 1.0 / (first + 1.0), 0.0)
+    row, pos, _, first, _ = _hits(grades, rel_level)
+    out = np.zeros(grades.shape[:-1])
+    out.reshape(-1)[row[first]] = 1.0 / (pos[first] + 1.0)
+    return out
 
 
 def r_precision(grades: np.ndarray, num_rel, rel_level: int = 1) -> np.ndarray:
     """Rprec = |{i ≤ R : g_i ≥ ℓ}| / R, and 0 when R = 0 (trec_eval ``Rprec``; a run shorter
     than R still divides by R)."""
-    rel = grades >= rel_level
-    depth = grades.shape[-1]
-    num_rel = np.broadcast_to(np.asarray(num_rel, dtype=np.int64), grades.shape[:-1])
-    if depth == 0:
-        return np.zeros(grades.shape[:-1])
-    cum = np.cumsum(rel, axis=-1, dtype=np.int32)
-    at = np.clip(num_rel, 1, depth) - 1
-    hits = np.take_along_axis(cum, at[..., None], axis=-1)[..., 0].astype(np.float64)
-    return np.divide(hits, num_rel, out=np.zeros_like(hits), where=num_rel > 0)
+    row, pos, _, _, _ = _hits(grades, rel_level)
+    r = _per_topic(num_rel, grades.shape[:-1])
+    hits = _per_row(grades, row, (pos < r.reshape(-1)[row]).astype(np.float64))
+    return _ratio(hits, r)
 
 
 def _dcg(gains: np.ndarray) -> np.ndarray:
@@ -95,10 +117,11 @@ def ndcg(grades: np.ndarray, ideal_grades: np.ndarray, k: int | None = None) -> 
     trec_eval ``ndcg_cut.k`` (and ``ndcg`` when k is None: the whole ranking against every
     relevant document): linear gains equal to the grade, log2 discount from rank 1."""
     g = grades if k is None else grades[..., :k]
+    row, pos, _, _, flat = _hits(g, 1)
+    dcg = _per_row(g, row, g.reshape(-1)[flat] / np.log2(pos + 2.0))
     ideal = ideal_grades if k is None else ideal_grades[..., :k]
-    dcg = _dcg(np.where(g > 0, g, 0).astype(np.float64))
-    idcg = np.broadcast_to(_dcg(np.where(ideal > 0, ideal, 0).astype(np.float64)), dcg.shape)
-    return np.divide(dcg, idcg, out=np.zeros_like(dcg), where=idcg > 0)
+    idcg = _per_topic(_dcg(np.where(ideal > 0, ideal, 0).astype(np.float64)), dcg.shape)
+    return _ratio(dcg, idcg)
 
 
 def rbp(grades: np.ndarray, p: float, max_grade) -> tuple[np.ndarray, np.ndarray]:
@@ -134,7 +157,9 @@ def err(grades: np.ndarray, k: int, max_grade: int = 4) -> np.ndarray:
 
     with G = 4 (gdeval's maximum grade) and g_i = 0 for documents that are non-relevant,
     negatively judged or absent from the qrels. gdeval orders runs as trec_eval does (score
-    descending, docid descending). Grades above G are refused."""
+    descending, docid descending). Grades above G are refused. gdeval prints nothing for a
+    topic without relevant documents; it scores 0 here and counts in the mean like every
+    other measure."""
     g = grades[..., :k]
     if (g > max_grade).any():
         raise ValueError(f"ERR needs grades of at most {max_grade}; the qrels have {int(g.max())}")

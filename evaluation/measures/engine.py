@@ -121,27 +121,27 @@ def parse_measures(text: str | list[str]) -> list[MeasureSpec]:
 # --------------------------------------------------------------------------- evaluation
 
 
-def _topic_codes(runset: RunSet, codes: np.ndarray, topic: str) -> tuple[np.ndarray, np.ndarray | None]:
-    """Ordered codes ``(runs, depth)`` of one topic and its vocabulary (None if no run has it)."""
-    try:
-        ti = runset.topics.index(topic)
-    except ValueError:
+def _topic_codes(runset: RunSet, codes: np.ndarray, topic: str, index: dict[str, int]):
+    """Ordered codes ``(runs, depth)`` of one topic and its docid -> code map (None if no run
+    has the topic)."""
+    ti = index.get(topic)
+    if ti is None:
         return np.full((len(runset.tags), codes.shape[-1]), PAD_CODE, dtype=np.int32), None
-    return codes[:, ti, :], runset.vocab[ti]
+    return codes[:, ti, :], runset.vocab_index[ti]
 
 
-def _lookup(vocab: np.ndarray | None, docids: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Positions in ``vocab`` of the docids it holds, and which of ``docids`` those are."""
-    if vocab is None or not len(vocab) or not docids:
+def _lookup(vocab: dict[str, int] | None, docids: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Codes of the docids the runs retrieved, and which of ``docids`` those are."""
+    if vocab is None or not docids:
         return np.zeros(0, dtype=np.int64), np.zeros(len(docids), dtype=bool)
-    d = np.asarray(docids, dtype=str)
-    pos = np.clip(np.searchsorted(vocab, d), 0, len(vocab) - 1)
-    hit = vocab[pos] == d
-    return pos[hit], hit
+    found = np.fromiter((vocab.get(d, -1) for d in docids), dtype=np.int64, count=len(docids))
+    hit = found >= 0
+    return found[hit], hit
 
 
 def _adhoc_values(runset, codes, qrels: Qrels, topics, specs) -> dict[str, np.ndarray]:
     n_runs, depth = len(runset.tags), codes.shape[-1]
+    where = {t: i for i, t in enumerate(runset.topics)}
     grades = np.full((n_runs, len(topics), depth), PAD, dtype=np.int16)
     levels = sorted({s.rel for s in specs})
     num_rel = {lv: np.zeros(len(topics), dtype=np.int64) for lv in levels}
@@ -155,7 +155,7 @@ def _adhoc_values(runset, codes, qrels: Qrels, topics, specs) -> dict[str, np.nd
             num_rel[lv][j] = np.count_nonzero(g >= lv)
         positives.append(np.sort(g[g > 0])[::-1])
         max_grade[j] = g[g >= 0].max() if (g >= 0).any() else 0
-        tcodes, vocab = _topic_codes(runset, codes, t)
+        tcodes, vocab = _topic_codes(runset, codes, t, where)
         if vocab is None:
             continue
         table = np.full(len(vocab) + 1, NONPOOL, dtype=np.int16)
@@ -199,6 +199,7 @@ def _intents(judged: dict) -> list[str]:
 
 def _diversity_values(runset, codes, qrels: Qrels, topics, specs, probabilities) -> dict[str, np.ndarray]:
     n_runs = len(runset.tags)
+    where = {t: i for i, t in enumerate(runset.topics)}
     out = {k: np.zeros((n_runs, len(topics))) for s in specs for k in s.keys}
     want_ndeval = any(s.family == "ndeval" for s in specs)
     want_ntcir = any(s.family == "ntcir" for s in specs)
@@ -211,7 +212,7 @@ def _diversity_values(runset, codes, qrels: Qrels, topics, specs, probabilities)
         for c, it in enumerate(intents):
             for d, g in per_intent[it].items():
                 grades[row[d], c] = g
-        tcodes, vocab = _topic_codes(runset, codes, t)
+        tcodes, vocab = _topic_codes(runset, codes, t, where)
         table = np.full((0 if vocab is None else len(vocab)) + 1, -1, dtype=np.int64)
         pos, hit = _lookup(vocab, docids)
         table[pos] = np.nonzero(hit)[0]
@@ -338,6 +339,7 @@ def evaluate_runs(
         if not len(chosen):
             raise EvaluationInputError(runset.sources[r], None, f"no topic of run {tag!r} is in the qrels")
         mean = {k: float(values[k][r, chosen].mean()) for k in keys}
-        per_topic = {topics[j]: {k: float(values[k][r, j]) for k in keys} for j in chosen}
+        columns = [values[k][r, chosen].tolist() for k in keys]
+        per_topic = {topics[j]: dict(zip(keys, row)) for j, row in zip(chosen.tolist(), zip(*columns))}
         result[tag] = {"mean": mean, "per_topic": per_topic}
     return result

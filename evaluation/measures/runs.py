@@ -13,7 +13,7 @@ Readers stream ``.gz`` or plain text and stop at the first bad line with
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -80,7 +80,7 @@ class RunSet:
     """Several runs as padded arrays (see the module docstring).
 
     ``topics`` are sorted with :func:`topic_sort_key`; ``vocab[t]`` is the sorted array of
-    docids of topic ``t``; ``lengths[r, t]`` is the number of documents run ``r`` ranked
+    docids of topic ``t`` and ``vocab_index[t]`` maps them to codes; ``lengths[r, t]`` is the number of documents run ``r`` ranked
     for topic ``t`` (0: the topic is absent from that run)."""
 
     tags: list[str]
@@ -91,7 +91,7 @@ class RunSet:
     scores: np.ndarray
     ranks: np.ndarray
     lengths: np.ndarray
-    _ordered: dict = field(default_factory=dict, repr=False)
+    vocab_index: list[dict[str, int]]
 
     @classmethod
     def from_rankings(cls, runs: Sequence[tuple[str, str, dict[str, tuple[list, list, list]]]]):
@@ -115,10 +115,11 @@ class RunSet:
         codes = np.full((n_runs, n_topics, depth), PAD_CODE, dtype=np.int32)
         scores = np.full((n_runs, n_topics, depth), -np.inf)
         ranks = np.full((n_runs, n_topics, depth), np.iinfo(np.int64).max, dtype=np.int64)
-        vocab = []
+        vocab, indexes = [], []
         for ti, t in enumerate(topics):
             words = sorted(set().union(*(per[t][0] for _, _, per in runs if t in per)))
             index = {w: i for i, w in enumerate(words)}
+            indexes.append(index)
             vocab.append(np.array(words, dtype=str))
             for r, (_, _, per) in enumerate(runs):
                 if t not in per:
@@ -129,7 +130,7 @@ class RunSet:
                 scores[r, ti, :n] = s
                 ranks[r, ti, :n] = k
         return cls([t for t, _, _ in runs], [s for _, s, _ in runs], topics, vocab,
-                   codes, scores, ranks, lengths)
+                   codes, scores, ranks, lengths, indexes)
 
     def ordered_codes(self, order: str) -> np.ndarray:
         """Codes of every ranking in evaluation order, ``(runs, topics, depth)``.
@@ -139,20 +140,16 @@ class RunSet:
         as ndeval and NTCIREVAL read runs; a rank used twice in one topic is an error."""
         if order not in ORDERS:
             raise EvaluationInputError("--order", None, f"unknown order {order!r}; use one of {ORDERS}")
-        if order in self._ordered:
-            return self._ordered[order]
         codes, valid = self.codes, self.codes != PAD_CODE
         if order == "trec_eval":
             s = self.scores
-            # already in order when each next document has a lower score, or the same
-            # score and a smaller docid (most runs are written sorted): skip the sort
-            nxt_valid = valid[..., 1:]
-            ok = (s[..., :-1] > s[..., 1:]) | ((s[..., :-1] == s[..., 1:]) & (codes[..., :-1] > codes[..., 1:]))
-            if bool(np.all(ok | ~nxt_valid)):
-                out = codes
-            else:
-                perm = np.lexsort((-codes.astype(np.int64), -s), axis=-1)
-                out = np.take_along_axis(codes, perm, axis=-1)
+            nxt = valid[..., 1:]
+            if not bool(np.all((s[..., :-1] >= s[..., 1:]) | ~nxt)):
+                # not written by score: sort each ranking by score first (ties keep file order)
+                perm = np.argsort(-s, axis=-1, kind="stable")
+                s = np.take_along_axis(s, perm, axis=-1)
+                codes = np.take_along_axis(codes, perm, axis=-1)
+            out = _ties_by_docid_descending(codes, s)
         else:
             k = self.ranks
             if bool(np.all((k[..., :-1] < k[..., 1:]) | ~valid[..., 1:])):
@@ -171,8 +168,31 @@ class RunSet:
                     f"rank {int(k[r, t, i])} appears twice for topic {self.topics[t]!r}; "
                     "--order rank needs distinct ranks",
                 )
-        self._ordered[order] = out
         return out
+
+
+def _ties_by_docid_descending(codes: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    """Codes of rankings already ordered by score descending, with each run of equal scores
+    reordered by docid descending. Only the tied positions are touched: numbered groups of
+    equal scores along the flattened array, then one stable sort of
+    ``group * V + (V - 2 - code)``, which is already sorted by group."""
+    tie = (scores[..., :-1] == scores[..., 1:]) & (codes[..., 1:] != PAD_CODE)
+    if not bool(np.any(tie & (codes[..., :-1] < codes[..., 1:]))):
+        return codes
+    depth = codes.shape[-1]
+    with_next = np.zeros(codes.shape, dtype=bool)  # tied with the next position
+    with_next[..., :-1] = tie
+    with_prev = np.zeros(codes.shape, dtype=bool)  # tied with the previous position
+    with_prev[..., 1:] = tie
+    flat_next, flat_prev = with_next.reshape(-1), with_prev.reshape(-1)
+    where = np.flatnonzero(flat_next | flat_prev)  # every position of a tie group
+    group = np.cumsum(~flat_prev[where], dtype=np.int64)
+    out = codes.reshape(-1).copy()
+    v = int(codes.max()) + 2
+    key = group * v + (v - 2 - out[where].astype(np.int64))
+    out[where] = out[where][np.argsort(key, kind="stable")]
+    assert depth == 0 or out.size % depth == 0
+    return out.reshape(codes.shape)
 
 
 def read_run_file(path: str | Path) -> tuple[str, dict[str, tuple[list, list, list]]]:

@@ -165,3 +165,27 @@ def test_measures_import_no_django():
     code = ("import sys, evaluation.measures, evaluation.measures.engine; "
             "assert not any(m == 'django' or m.startswith('django.') for m in sys.modules), 'django imported'")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.lists(st.tuples(st.sampled_from("abcdefgh"), st.integers(0, 3)), min_size=0, max_size=8,
+                         unique_by=lambda x: x[0]), min_size=1, max_size=4),
+       st.booleans())
+def test_trec_eval_order_equals_a_plain_sort(rankings, presorted):
+    """(score descending, docid descending) on tied, untied, sorted and unsorted rankings."""
+    per = {}
+    for i, entries in enumerate(rankings):
+        if presorted:  # how most tools write runs: score descending, docid ascending
+            entries = sorted(entries, key=lambda e: (-e[1], e[0]))
+        if entries:
+            per[str(i)] = ([d for d, _ in entries], [float(s) for _, s in entries], list(range(1, len(entries) + 1)))
+    if not per:
+        return
+    runs = RunSet.from_rankings([("r", "x", per)])
+    ordered = runs.ordered_codes("trec_eval")
+    for ti, topic in enumerate(runs.topics):
+        docs, scores, _ = per[topic]
+        expected = [d for d, _ in sorted(zip(docs, scores), key=lambda e: (e[1], e[0]), reverse=True)]
+        words = runs.vocab[ti]
+        got = [words[c] for c in ordered[0, ti] if c >= 0]
+        assert got == expected

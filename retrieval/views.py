@@ -28,6 +28,7 @@ def run_detail(request, run_id: int):
         raise Http404(f"no run {run_id}") from None
     return render(request, "retrieval/run_detail.html", {
         "run": run,
+        "chunks": selectors.run_chunk_list(run),
         "queries": selectors.run_query_list(run)[:2000],
     })
 

@@ -26,7 +26,7 @@ from retrieval.services import run_create
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
-REDIS_DB = 11
+REDIS_DB = 3
 
 # MAP on CACM (52 judged queries, .W text of query.text, contents = .T+.W+.A, depth 1000),
 # where pytrec_eval and trec_eval (the binary inside the Anserini jar) agree.

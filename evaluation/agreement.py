@@ -144,7 +144,8 @@ def read_trec_rf10_crowd(path: PathLike) -> pd.DataFrame:
     The file has no intents: every label gets intent ``0``, as in ad hoc qrels. Label −2
     ("broken link") is not a relevance grade and is read as missing. A worker who judged
     the same topic–document pair more than once (the published file has 1,489 such
-    pairs) keeps the last grade in file order, broken-link labels being skipped.
+    pairs) keeps the last judgment in file order (as the judging app keeps the latest
+    revision); when that is a broken link the pair has no label from that worker.
     """
     rows: dict = {}
     with open(path, newline="") as fh:
@@ -166,10 +167,9 @@ def read_trec_rf10_crowd(path: PathLike) -> pd.DataFrame:
             if grade not in (-2, 0, 1, 2):
                 raise LabelsFormatError(path, lineno, f"label {grade} is not one of -2, 0, 1, 2")
             key = (topic, docid, worker)
-            if grade == -2:
-                continue
             rows.pop(key, None)  # the last judgment wins, in file order
-            rows[key] = grade
+            if grade != -2:
+                rows[key] = grade
     if not rows:
         raise LabelsFormatError(path, 1, "no labels")
     return label_table((t, CROWD_INTENT, d, w, g) for (t, d, w), g in rows.items())

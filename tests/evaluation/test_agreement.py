@@ -104,16 +104,17 @@ def test_labels_tsv_errors_name_the_line(tmp_path):
 # ------------------------------------------------------ TREC 2010 crowd judgments
 
 def read_crowd_independently(path) -> dict:
-    """{(topic, docid): {worker: grade}}: -2 is missing, a repeated judgment keeps the
-    last grade in file order."""
-    items: dict = defaultdict(dict)
+    """{(topic, docid): {worker: grade}}: a repeated judgment keeps the last in file
+    order, and -2 (broken link) is no label."""
+    last: dict = {}
     with open(path, newline="") as fh:
         reader = csv.DictReader(fh, delimiter="\t")
         for row in reader:
-            g = int(row["label"])
-            if g == -2:
-                continue
-            items[(row["topicID"], row["docID"])][row["workerID"]] = g
+            last[(row["topicID"], row["docID"], row["workerID"])] = int(row["label"])
+    items: dict = defaultdict(dict)
+    for (t, d, w), g in last.items():
+        if g != -2:
+            items[(t, d)][w] = g
     return items
 
 

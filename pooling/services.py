@@ -295,11 +295,6 @@ def _pool_topic_row(pool: Pool, tp, remap: DocidRemap) -> PoolTopic:
     )
 
 
-def pool_delete(pool: Pool) -> None:
-    with transaction.atomic():
-        pool.delete()
-
-
 # --- qrels -----------------------------------------------------------------------------
 
 

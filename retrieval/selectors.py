@@ -11,16 +11,14 @@ from django.db.models import Max, Q
 from .models import Collection, Docid, RetrievalModel, Run, RunQuery
 from .rankings import DOCID_DTYPE, SCORE_DTYPE
 
-USER_SOURCES = ("variants",)
-
 
 @dataclass(frozen=True)
 class RankingRecord:
     """One contributing ranking for pooling.
 
-    ``source`` is "user" (a crowd/imported variant, or a title/description query) or
-    "system" (an imported run); ``label`` is the variant label or the run tag; ``weight``
-    counts the people who typed the query (1 for system runs).
+    ``source`` is "user" (a crowd or imported variant) or "system" (an imported run);
+    ``label`` is the variant label or the run tag; ``weight`` counts the answers, the
+    people who typed the query (1 for system runs).
     """
 
     topic_id: str
@@ -222,6 +220,29 @@ def _docid_rows(columns: str, where: str, params: list, order_by: str = "") -> l
         return cursor.fetchall()
 
 
+# PostgreSQL's binary COPY of one int4 column: a 19-byte header, then per row a field
+# count (int16), a length (int32) and the value (int32), all big-endian; a 2-byte trailer.
+_COPY_HEADER, _COPY_TRAILER = 19, 2
+_COPY_ROW = np.dtype([("fields", ">i2"), ("length", ">i4"), ("id", ">i4")])
+
+
+def _ordered_ids(where: str, params: list, order_by: str) -> np.ndarray:
+    """The ids of the rows matching ``where``, in ``order_by`` order. On PostgreSQL a binary
+    COPY brings them as one buffer (2M ids in ~0.1 s, against ~1 s as Python rows)."""
+    if connection.vendor != "postgresql":
+        rows = _docid_rows("id", where, params, order_by=order_by)
+        return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+    table = connection.ops.quote_name(Docid._meta.db_table)
+    sql = (f"COPY (SELECT id FROM {table} WHERE {where} ORDER BY {order_by}) "
+           "TO STDOUT (FORMAT BINARY)")
+    with connection.cursor() as cursor, cursor.cursor.copy(sql, params) as copy:
+        data = b"".join(bytes(block) for block in copy)
+    rows = np.frombuffer(data[_COPY_HEADER:len(data) - _COPY_TRAILER], dtype=_COPY_ROW)
+    if rows.size and not ((rows["fields"] == 1).all() and (rows["length"] == 4).all()):
+        raise ValueError("unexpected binary COPY layout reading docid ids")
+    return rows["id"].astype(np.int64)
+
+
 def _wanted_rows(rows: list[tuple], wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The ids of ``rows`` (first column) and the positions of those in ``wanted``."""
     got = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
@@ -279,7 +300,8 @@ def docid_order(ids) -> np.ndarray:
         strings = docid_strings(wanted)
         names = [strings[i] for i in wanted.tolist()]
         return wanted[np.asarray(sorted(range(len(names)), key=names.__getitem__), np.int64)]
-    got, keep = _wanted_rows(_docid_rows("id", *one_query, order_by=order_by), wanted)
+    got = _ordered_ids(*one_query, order_by=order_by)
+    keep = np.flatnonzero(np.isin(got, wanted, assume_unique=True))
     if keep.size != wanted.size:
         raise _missing_error(wanted, int(keep.size))
     return got[keep]

@@ -36,3 +36,16 @@ def test_dense_ids_follow_string_order(remap_kind):
 def test_nothing_to_remap():
     remap = docid_remap([])
     assert remap.vocab.size == 0 and remap.strings() == {}
+
+
+@pytest.mark.parametrize("dense", [True, False])
+def test_docid_order_is_code_point_order(dense):
+    from retrieval.selectors import docid_order
+
+    names = ["b", "Z", "é", "a", "ß", "A-1", "a-10", "a-2", "\u00e9t\u00e9", "ž"]
+    ids = docids_ensure(names + [f"filler-{i}" for i in range(200)])
+    # all ten fill their id span (one range scan); three and a far filler do not (by id)
+    chosen = names if dense else names[:3] + ["filler-199"]
+    got = docid_order(np.array([ids[n] for n in chosen]))
+    by_id = {v: k for k, v in ids.items()}
+    assert [by_id[int(i)] for i in got] == sorted(chosen)

@@ -132,6 +132,20 @@ class JudgingTask(models.Model):
     assessors = models.JSONField(default=list)  # empty: anyone the pages admit
     items_count = models.PositiveIntegerField(default=0)
     created = models.DateTimeField(auto_now_add=True)
+    # the collection the judging page reads documents from (empty: the pool's)
+    collection = models.ForeignKey("retrieval.Collection", null=True, blank=True,
+                                   on_delete=models.PROTECT, related_name="+")
+    # Published to crowd workers: the crowd study holds the public link, consent text,
+    # Prolific/MTurk ids and the completion code, given after ``crowd_judgments`` judgments
+    # with gold accuracy at least ``gold_min_accuracy``; gold items from ``gold_set`` make
+    # up ``gold_rate`` of the pages a worker sees.
+    study = models.OneToOneField("crowd.Study", null=True, blank=True,
+                                 on_delete=models.SET_NULL, related_name="judging_task")
+    gold_set = models.ForeignKey(JudgmentSet, null=True, blank=True, on_delete=models.PROTECT,
+                                 related_name="gold_for_tasks")
+    gold_rate = models.FloatField(default=0.0)
+    gold_min_accuracy = models.FloatField(default=0.7)
+    crowd_judgments = models.PositiveIntegerField(default=0)
 
     class Meta:
         ordering = ["-created", "-id"]
@@ -229,4 +243,29 @@ class TaskAssessor(models.Model):
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["task", "assessor"], name="uniq_task_assessor"),
+        ]
+
+
+class GoldAnswer(models.Model):
+    """A crowd worker's grades of a gold item (a document whose grades a gold judgment set
+    knows); kept apart from the task's labels. ``passed``: every compared intent agrees
+    on relevance (grade above 0 or not) with the gold set."""
+
+    task = models.ForeignKey(JudgingTask, on_delete=models.CASCADE, related_name="gold_answers")
+    assessor = models.CharField(max_length=200)
+    topic_id = models.CharField(max_length=100)
+    docid = models.CharField(max_length=255)
+    grades = models.JSONField(default=dict)
+    expected = models.JSONField(default=dict)
+    cannot_judge = models.CharField(max_length=200, blank=True, default="")
+    passed = models.BooleanField(default=False)
+    seconds = models.FloatField(null=True, blank=True)
+    submit_key = models.CharField(max_length=100)
+    created = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["task", "submit_key"], name="uniq_gold_submit_key"),
+            models.UniqueConstraint(fields=["task", "assessor", "topic_id", "docid"],
+                                    name="uniq_gold_answer"),
         ]

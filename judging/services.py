@@ -35,7 +35,7 @@ from typing import Iterable, Mapping
 
 import numpy as np
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Count, Exists, Max, OuterRef
+from django.db.models import Count, Exists, Max, OuterRef, Subquery
 from django.utils import timezone
 
 from common.fileio import clean_name, file_sha256
@@ -376,9 +376,12 @@ def _check_assessor(task: JudgingTask, assessor: str) -> str:
 
 def _locked_assessor(task: JudgingTask, assessor: str) -> TaskAssessor:
     """The assessor's row, created on first use, locked until the transaction ends."""
+    ta = TaskAssessor.objects.select_for_update().filter(task=task, assessor=assessor).first()
+    if ta is not None:
+        return ta
     try:
         with transaction.atomic():
-            TaskAssessor.objects.get_or_create(task=task, assessor=assessor)
+            TaskAssessor.objects.create(task=task, assessor=assessor)
     except IntegrityError:
         pass  # created concurrently by another request of the same assessor
     return TaskAssessor.objects.select_for_update().get(task=task, assessor=assessor)
@@ -399,10 +402,13 @@ def leases_expire(task: JudgingTask, now: datetime | None = None) -> int:
 
 
 def _leased_items(task: JudgingTask, slot_ids: list[int]) -> list[LeasedItem]:
-    intents = dict(TaskTopic.objects.filter(task=task).values_list("topic_id", "intents"))
-    rows = (JudgingSlot.objects.filter(id__in=slot_ids)
-            .order_by("topic_id", "leased_at", "id")
-            .values_list("id", "item_id", "topic_id", "item__docid", "position", "lease_expires"))
+    rows = list(JudgingSlot.objects.filter(id__in=slot_ids)
+                .order_by("topic_id", "leased_at", "position", "id")
+                .values_list("id", "item_id", "topic_id", "item__docid", "position",
+                             "lease_expires"))
+    topics = {r[2] for r in rows}
+    intents = dict(TaskTopic.objects.filter(task=task, topic_id__in=topics)
+                   .values_list("topic_id", "intents"))
     return [LeasedItem(s, i, t, d, p, tuple(intents.get(t, [NO_INTENT])), e)
             for s, i, t, d, p, e in rows]
 
@@ -414,8 +420,8 @@ def batch_lease(task: JudgingTask, assessor: str, *, now: datetime | None = None
     working on it (ties by topic id), topics they have not finished first."""
     _check_assessor(task, assessor)
     now = now or timezone.now()
-    leases_expire(task, now)
     with transaction.atomic():
+        leases_expire(task, now)
         ta = _locked_assessor(task, assessor)
         live = list(JudgingSlot.objects.filter(
             task=task, assessor=assessor, state=JudgingSlot.LEASED, lease_expires__gt=now)
@@ -429,8 +435,9 @@ def batch_lease(task: JudgingTask, assessor: str, *, now: datetime | None = None
                 tried.add(topic)
                 slot_ids = _claim(task, topic, assessor, now)
                 if slot_ids:
-                    ta.topic_id = topic
-                    ta.save(update_fields=["topic_id"])
+                    if ta.topic_id != topic:
+                        ta.topic_id = topic
+                        ta.save(update_fields=["topic_id", "finished_topics"])
                     return _leased_items(task, slot_ids)
                 if topic not in ta.finished_topics:
                     ta.finished_topics = sorted(set(ta.finished_topics) | {topic})
@@ -565,11 +572,12 @@ def judgment_submit(
             if done[0].assessor != assessor or done[0].item_id != item_id:
                 raise QueueError("this submit key was used for another item or assessor")
             return done
-        try:
-            item = JudgingItem.objects.get(pk=item_id, task=task)
-        except JudgingItem.DoesNotExist:
-            raise QueueError(f"task {task.name!r} has no item {item_id}") from None
-        intents = TaskTopic.objects.get(task=task, topic_id=item.topic_id).intents
+        topic = TaskTopic.objects.filter(task=task, topic_id=OuterRef("topic_id"))
+        item = (JudgingItem.objects.filter(pk=item_id, task=task)
+                .annotate(intents=Subquery(topic.values("intents")[:1])).first())
+        if item is None:
+            raise QueueError(f"task {task.name!r} has no item {item_id}")
+        intents = item.intents
         values = _checked_grades(task, intents, grades, cannot_judge)
         slot = (JudgingSlot.objects.select_for_update()
                 .filter(item=item, assessor=assessor).first())
@@ -587,17 +595,17 @@ def judgment_submit(
                 state=JudgingSlot.DONE, assessor=assessor, done_at=now,
                 leased_at=slot.leased_at or now)
         mine = Label.objects.filter(item=item, assessor=assessor)
-        revision = (mine.aggregate(m=Max("revision"))["m"] or 0) + 1
-        mine.filter(current=True).update(current=False)
+        revision = (mine.order_by("-revision").values_list("revision", flat=True).first()
+                    or 0) + 1
+        if slot.state == JudgingSlot.DONE:  # a revision (a leased slot has no current label)
+            mine.filter(current=True).update(current=False)
         labels = [Label(judgment_set_id=task.judgment_set_id, topic_id=item.topic_id,
                         intent_id=intent, docid=item.docid, assessor=assessor, grade=grade,
                         cannot_judge=cannot_judge, rationale=rationale, seconds=seconds,
                         created=now, revision=revision, current=True, submit_key=submit_key,
                         item=item)
                   for intent, grade in values]
-        Label.objects.bulk_create(labels)
-        return list(Label.objects.filter(judgment_set_id=task.judgment_set_id,
-                                         submit_key=submit_key).order_by("id"))
+        return Label.objects.bulk_create(labels)
 
 
 def _checked_grades(task, intents, grades, cannot_judge) -> list[tuple[str, int | None]]:

@@ -1,0 +1,263 @@
+"""Next-item and submit latency of the judging queue on a task of 1,000,000 items.
+
+What an assessor waits for: ``judging.services.batch_lease`` (their next batch: expire
+old leases, pick the topic, claim ``batch`` slots in priority order with
+``FOR UPDATE SKIP LOCKED``, read the items) and ``judgment_submit`` (one item, all intents,
+idempotent). The peer, timed alike in the same run on the same table, is the bare queue
+a hand-written job queue would run: one ``SELECT id FROM slots WHERE task AND topic AND
+free ORDER BY position LIMIT B FOR UPDATE SKIP LOCKED`` plus the ``UPDATE`` that leases
+them, in one transaction (no exclusion of the assessor's own items, no K logic, no
+expiry, no topic choice, no item read) on a task of the same items with one slot each.
+
+Task (default): 100 topics x 10,000 documents = 1,000,000 items, K = 3 (3,000,000 slots),
+two intents, batch 10, pool order; made directly in the tables (items by COPY, slots by
+one INSERT ... SELECT, as ``judging_task_create`` does) over a placeholder pool, since
+building a real 1M-document pool is the pooling bench's business. Then ``--procs``
+assessor processes (default 1 and 8) each lease and judge ``--batches`` batches; every
+call is timed. A second, adaptive task (``--adaptive-topics`` topics x 10,000 items, 100
+contributing rankings of depth 1,000 per topic, order mtf) times ``batch_lease`` when the
+order is replayed from the judgments.
+
+    DEBUG=1 .venv/bin/python bench/judging_queue_bench.py [--items-per-topic 10000] [--reuse]
+
+Needs PostgreSQL on 127.0.0.1:5432; the scratch database ``qv_judging_bench`` is dropped
+and recreated (kept for ``--reuse``). Writes ``bench/out/judging_queue_bench.json``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+DB = "qv_judging_bench"
+URL = f"postgres://postgres@127.0.0.1:5432/{DB}"
+
+
+def _recreate_database() -> None:
+    for sql in (f"DROP DATABASE IF EXISTS {DB}", f"CREATE DATABASE {DB}"):
+        subprocess.run(["psql", "-h", "127.0.0.1", "-U", "postgres", "-d", "postgres", "-q",
+                        "-c", sql], check=True, capture_output=True, timeout=120)
+
+
+def _setup_django(migrate: bool = False) -> None:
+    os.environ["DATABASE_URL"] = URL
+    os.environ.setdefault("DEBUG", "1")
+    os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings"
+    sys.path.insert(0, str(ROOT))
+    import django
+
+    django.setup()
+    if migrate:
+        from django.core.management import call_command
+
+        call_command("migrate", verbosity=0)
+
+
+def _make_task(name: str, topics: int, per_topic: int, k: int, order: str,
+               rankings: int = 0, depth: int = 0, seed: int = 0) -> None:
+    from django.db import transaction
+
+    from crowd.models import TopicSet
+    from judging import services
+    from judging.models import JudgingItem, JudgingTask, JudgmentSet, TaskTopic
+    from pooling.models import Pool
+
+    ts, _ = TopicSet.objects.get_or_create(name="bench")
+    pool, _ = Pool.objects.get_or_create(name="bench", defaults=dict(
+        topic_set=ts, sources="systems", depth=1000, status="done"))
+    rng = np.random.default_rng(seed)
+    with transaction.atomic():
+        jset = JudgmentSet.objects.create(name=name, source="task", topic_set=ts)
+        task = JudgingTask.objects.create(
+            name=name, pool=pool, judgment_set=jset, mode="intent", scale="trec-web",
+            scale_grades=services.SCALES["trec-web"], redundancy=k, order=order, batch=10,
+            lease_minutes=30, items_count=topics * per_topic)
+        for t in range(topics):
+            flat, offsets = np.zeros(0, np.int64), [0]
+            if rankings:
+                # each ranking: the pool's documents by a noisy score (popular ones early)
+                parts = []
+                for _ in range(rankings):
+                    noisy = np.arange(per_topic) + rng.normal(0, per_topic / 4, per_topic)
+                    parts.append(np.argsort(noisy, kind="stable")[:depth])
+                flat = np.concatenate(parts)
+                offsets = np.arange(rankings + 1) * depth
+            TaskTopic.objects.create(
+                task=task, topic_id=f"T{t:03d}", size=per_topic, intents=["1", "2"],
+                rankings=np.asarray(flat, "<i4").tobytes(),
+                offsets=np.asarray(offsets, "<i4").tobytes())
+        services._rows_insert(JudgingItem, ("task", "topic_id", "docid", "position"), (
+            (task.pk, f"T{t:03d}", f"T{t:03d}-doc{p:07d}", p)
+            for t in range(topics) for p in range(1, per_topic + 1)))
+        services._slots_create(task, k)
+    from django.db import connection
+
+    with connection.cursor() as cur:
+        cur.execute("ANALYZE judging_judgingslot; ANALYZE judging_judgingitem; "
+                    "ANALYZE judging_label")
+
+
+def _peer_claim(task_id: int, topic: str, assessor: str, batch: int) -> list[int]:
+    """The bare skip-locked queue (see the module docstring)."""
+    from django.db import connection, transaction
+
+    with transaction.atomic(), connection.cursor() as cur:
+        cur.execute(
+            "SELECT id FROM judging_judgingslot WHERE task_id = %s AND topic_id = %s "
+            "AND state = 'free' ORDER BY position, slot_no LIMIT %s FOR UPDATE SKIP LOCKED",
+            [task_id, topic, batch])
+        ids = [r[0] for r in cur.fetchall()]
+        if ids:
+            cur.execute(
+                "UPDATE judging_judgingslot SET state = 'leased', assessor = %s, "
+                "leased_at = now(), lease_expires = now() + interval '30 minutes' "
+                "WHERE id = ANY(%s)", [assessor, ids])
+    return ids
+
+
+def worker(args) -> None:
+    """One assessor process: ``--batches`` times lease a batch (timed), judge each item
+    (timed submit), and time one peer claim on a peer task alike."""
+    _setup_django()
+    from judging import services
+    from judging.selectors import task_get
+
+    task = task_get(args.task)
+    peer = task_get(args.peer_task) if args.peer_task else None
+    rng = np.random.default_rng(abs(hash(args.name)) % (2**32))
+    lease_ms, submit_ms, peer_ms = [], [], []
+    # warm-up: one batch, untimed, on both sides
+    for x in services.batch_lease(task, args.name):
+        services.judgment_submit(task, args.name, x.item_id, {i: 0 for i in x.intents},
+                                 submit_key=f"{args.name}-w-{x.item_id}")
+    if peer:
+        _peer_claim(peer.pk, "T000", args.name, peer.batch)
+    for b in range(args.batches):
+        t0 = time.perf_counter()
+        batch = services.batch_lease(task, args.name)
+        lease_ms.append((time.perf_counter() - t0) * 1000)
+        if not batch:
+            break
+        for x in batch:
+            grades = {i: int(rng.choice([0, 1, 2])) for i in x.intents}
+            t0 = time.perf_counter()
+            services.judgment_submit(task, args.name, x.item_id, grades,
+                                     submit_key=f"{args.name}-{x.item_id}")
+            submit_ms.append((time.perf_counter() - t0) * 1000)
+        if peer:
+            t0 = time.perf_counter()
+            _peer_claim(peer.pk, f"T{b % 100:03d}", args.name, peer.batch)
+            peer_ms.append((time.perf_counter() - t0) * 1000)
+    print(json.dumps({"lease_ms": lease_ms, "submit_ms": submit_ms, "peer_ms": peer_ms}))
+
+
+def _run_assessors(task: str, peer_task: str | None, procs: int, batches: int, tag: str):
+    env = {**os.environ, "DATABASE_URL": URL, "DEBUG": "1"}
+    cmd = [sys.executable, __file__, "--worker", "--task", task, "--batches", str(batches)]
+    if peer_task:
+        cmd += ["--peer-task", peer_task]
+    ps = [subprocess.Popen(cmd + ["--name", f"{tag}-a{n:02d}"], env=env, cwd=ROOT,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+          for n in range(procs)]
+    results = []
+    for p in ps:
+        out, err = p.communicate(timeout=3600)
+        if p.returncode:
+            raise RuntimeError(err[-3000:])
+        results.append(json.loads(out.strip().splitlines()[-1]))
+    merged = {k: [v for r in results for v in r[k]] for k in ("lease_ms", "submit_ms", "peer_ms")}
+    return merged
+
+
+def _summary(ms: list[float]) -> dict:
+    if not ms:
+        return {}
+    a = np.asarray(ms)
+    return {"n": int(a.size), "p50": float(np.percentile(a, 50)),
+            "p95": float(np.percentile(a, 95)), "max": float(a.max())}
+
+
+def _check(task_name: str) -> dict:
+    from django.db.models import Count
+
+    from judging.models import JudgingSlot, Label
+    from judging.selectors import task_get
+
+    task = task_get(task_name)
+    over = (JudgingSlot.objects.filter(task=task).exclude(state="free").values("item_id")
+            .annotate(n=Count("id")).filter(n__gt=task.redundancy).count())
+    done = JudgingSlot.objects.filter(task=task, state="done").count()
+    labels = Label.objects.filter(judgment_set=task.judgment_set, current=True).count()
+    return {"items_over_k": over, "slots_done": done, "labels": labels,
+            "labels_expected": done * 2, "lost_or_duplicated": labels - done * 2}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--task", help=argparse.SUPPRESS)
+    ap.add_argument("--peer-task", help=argparse.SUPPRESS)
+    ap.add_argument("--name", help=argparse.SUPPRESS)
+    ap.add_argument("--batches", type=int, default=30)
+    ap.add_argument("--topics", type=int, default=100)
+    ap.add_argument("--items-per-topic", type=int, default=10_000)
+    ap.add_argument("--k", type=int, default=3)
+    ap.add_argument("--procs", default="1,8")
+    ap.add_argument("--adaptive-topics", type=int, default=5)
+    ap.add_argument("--reuse", action="store_true")
+    args = ap.parse_args()
+    if args.worker:
+        return worker(args)
+
+    started = time.perf_counter()
+    if not args.reuse:
+        _recreate_database()
+    _setup_django(migrate=not args.reuse)
+    from judging.models import JudgingTask
+
+    made = {}
+    if not args.reuse:
+        for name, topics, order, rankings, k in (
+                ("big", args.topics, "pool", 0, args.k), ("peer", args.topics, "pool", 0, 1),
+                ("adaptive", args.adaptive_topics, "mtf", 100, args.k)):
+            t0 = time.perf_counter()
+            _make_task(name, topics, args.items_per_topic, k, order,
+                       rankings=rankings, depth=min(1000, args.items_per_topic))
+            made[name] = round(time.perf_counter() - t0, 1)
+    big = JudgingTask.objects.get(name="big")
+    result = {"items": big.items_count, "k": big.redundancy, "batch": big.batch,
+              "setup_seconds": made, "runs": []}
+    for procs in [int(p) for p in args.procs.split(",")]:
+        tag = f"p{procs}-{int(time.time())}"
+        r = _run_assessors("big", "peer", procs, args.batches, tag)
+        ra = _run_assessors("adaptive", None, procs, max(5, args.batches // 3), tag)
+        run = {
+            "procs": procs,
+            "batch_lease": _summary(r["lease_ms"]),
+            "judgment_submit": _summary(r["submit_ms"]),
+            "peer_skip_locked_claim": _summary(r["peer_ms"]),
+            "batch_lease_mtf": _summary(ra["lease_ms"]),
+        }
+        if r["peer_ms"]:
+            run["ratio_p95_lease_vs_peer"] = run["batch_lease"]["p95"] / run[
+                "peer_skip_locked_claim"]["p95"]
+        result["runs"].append(run)
+        print(json.dumps(run), flush=True)
+    result["check"] = _check("big")
+    result["check_adaptive"] = _check("adaptive")
+    result["seconds"] = round(time.perf_counter() - started, 1)
+    out = ROOT / "bench" / "out"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "judging_queue_bench.json").write_text(json.dumps(result, indent=2))
+    print(json.dumps({k: v for k, v in result.items() if k != "runs"}, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -234,6 +234,23 @@ def test_batch_equals_single(ref, others, p):
         assert got.ext[j] == pytest.approx(one.ext, abs=1e-12)
 
 
+def test_batch_in_blocks_equals_one_block(monkeypatch):
+    """rbo_batch cuts long inputs into blocks of rankings; the cut changes nothing."""
+    from pooling import rbo as rbo_module
+
+    rng = np.random.default_rng(11)
+    ref = rng.permutation(400)[:150]
+    rankings = [rng.permutation(400)[: rng.integers(0, 200)] for _ in range(60)]
+    flat = np.concatenate(rankings)
+    offsets = np.concatenate([[0], np.cumsum([r.size for r in rankings])])
+    whole = rbo_batch(ref, rankings, 0.9)
+    monkeypatch.setattr(rbo_module, "_BLOCK", 97)
+    for got in (rbo_batch(ref, rankings, 0.9), rbo_batch(ref, flat, 0.9, offsets=offsets)):
+        for a, b in zip(got, whole):
+            assert a.shape == (60,) and np.array_equal(a, b)
+    assert rbo_batch(ref, [], 0.9).min.shape == (0,)
+
+
 def test_batch_packed_and_sparse_ids():
     rng = np.random.default_rng(7)
     ref = rng.choice(10**12, 300, replace=False)  # ids too large for a dense table

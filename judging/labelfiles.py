@@ -103,7 +103,9 @@ def _read_qrels(path, fmt: str, assessor: str) -> Iterator[LabelRecord]:
     for number, text in _data_lines(path):
         parts = text.split()
         if len(parts) != 4:
-            raise InputError(path, number, f"expected 4 fields (topic {'iteration' if fmt == 'adhoc' else 'subtopic'} docid grade), found {len(parts)}")
+            second = "iteration" if fmt == "adhoc" else "subtopic"
+            raise InputError(path, number,
+                             f"expected 4 fields (topic {second} docid grade), found {len(parts)}")
         topic, second, docid, grade = parts
         if fmt == "adhoc":
             second = ""
@@ -112,7 +114,9 @@ def _read_qrels(path, fmt: str, assessor: str) -> Iterator[LabelRecord]:
             raise InputError(path, number, "a diversity qrels line needs a subtopic other than 0")
         key = (topic, intent, docid)
         if key in seen:
-            raise InputError(path, number, f"topic {topic} {('subtopic ' + intent + ' ') if intent else ''}document {docid} judged twice (first on line {seen[key]})")
+            sub = f"subtopic {intent} " if intent else ""
+            raise InputError(path, number, f"topic {topic} {sub}document {docid} judged twice "
+                             f"(first on line {seen[key]})")
         seen[key] = number
         yield LabelRecord(number, topic, intent, docid, assessor, _grade(grade, path, number))
 
@@ -122,7 +126,8 @@ def _read_tsv(path) -> Iterator[LabelRecord]:
     for number, text in _data_lines(path):
         parts = [p.strip() for p in _fields(text)]
         if len(parts) != 5:
-            raise InputError(path, number, f"expected 5 fields (topic intent docid assessor grade), found {len(parts)}")
+            raise InputError(path, number, "expected 5 fields (topic intent docid assessor "
+                             f"grade), found {len(parts)}")
         topic, intent, docid, assessor, grade = parts
         if first:
             first = False
@@ -140,7 +145,8 @@ def _read_rf10(path, *, gold: bool, assessor: str) -> Iterator[LabelRecord]:
     for number, text in _data_lines(path):
         parts = [p.strip() for p in _fields(text)]
         if len(parts) != 5:
-            raise InputError(path, number, f"expected 5 fields (topicID workerID docID gold label), found {len(parts)}")
+            raise InputError(path, number, "expected 5 fields (topicID workerID docID gold "
+                             f"label), found {len(parts)}")
         topic, worker, docid, gold_grade, label = parts
         if first:
             first = False
@@ -156,7 +162,9 @@ def _read_rf10(path, *, gold: bool, assessor: str) -> Iterator[LabelRecord]:
         key = (topic, docid)
         if key in gold_seen:
             if gold_seen[key][1] != g:
-                raise InputError(path, number, f"gold {g} for topic {topic} document {docid} differs from {gold_seen[key][1]} on line {gold_seen[key][0]}")
+                first_line, first_gold = gold_seen[key]
+                raise InputError(path, number, f"gold {g} for topic {topic} document {docid} "
+                                 f"differs from {first_gold} on line {first_line}")
             continue
         gold_seen[key] = (number, g)
         yield LabelRecord(number, topic, NO_INTENT, docid, assessor, g)

@@ -50,11 +50,12 @@ class Label(models.Model):
     ``grade`` is null when the assessor could not judge (``cannot_judge`` says why).
     ``line`` is the line of the imported file (0 for a label made in a task); labels are
     stored in the order they were made (file order for imports), and exports list items in
-    the order of their first label (lowest id). ``submit_key`` is the idempotency key of the submit that
-    wrote the label: a retried submit with the same key writes nothing.
+    the order of their earliest label that counts. ``submit_key`` is the idempotency key of
+    the submit that wrote the label: a retried submit with the same key writes nothing.
     """
 
-    judgment_set = models.ForeignKey(JudgmentSet, on_delete=models.CASCADE, related_name="labels")
+    judgment_set = models.ForeignKey(JudgmentSet, on_delete=models.CASCADE,
+                                     related_name="labels")
     topic_id = models.CharField(max_length=100)
     intent_id = models.CharField(max_length=100, blank=True, default=NO_INTENT)
     docid = models.CharField(max_length=255)

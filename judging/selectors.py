@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from datetime import datetime, timezone as dt_timezone
-from typing import Iterator
+from typing import Iterator, NamedTuple
 
 import numpy as np
 from django.db.models import Count, Q
@@ -232,3 +232,266 @@ def pool_contributing_rankings(pool) -> dict[str, list[np.ndarray]]:
             rankings.append(p[p >= 0])
         out[t.topic_id] = rankings
     return out
+
+
+# --- pages: the document, the topic, per-topic progress, organisers' statistics ------------
+
+
+def task_collection(task: JudgingTask):
+    """The collection the task's documents are read from: the task's, else its pool's."""
+    collection = task.collection or task.pool.collection
+    if collection is None:
+        raise ValueError(f"task {task.name!r} has no document collection: its pool was built "
+                         "from imported runs; choose the collection on the task's page")
+    return collection
+
+
+def task_document(task: JudgingTask, docid: str):
+    """The document as readable text (:class:`judging.doctext.DocumentText`), read from the
+    index of :func:`task_collection`."""
+    from retrieval.selectors import document_raw
+
+    from .doctext import document_text
+
+    collection = task_collection(task)
+    if collection.status != "ready":
+        raise ValueError(f"collection {collection.name!r} is {collection.status}, not ready")
+    raw = document_raw(collection, docid)
+    if raw is None:
+        raise ValueError(f"collection {collection.name!r} has no document {docid!r}")
+    return document_text(raw)
+
+
+def task_topic(task: JudgingTask, topic_id: str):
+    """The crowd topic of a task's topic, with its intents and statements."""
+    from crowd.models import Topic
+
+    topic = (Topic.objects.filter(topic_set_id=task.pool.topic_set_id, topic_id=topic_id)
+             .prefetch_related("intents", "statements").first())
+    if topic is None:
+        raise ValueError(f"topic {topic_id!r} is not in the task's topic set")
+    return topic
+
+
+def document_query_texts(task: JudgingTask, topic_id: str, docid: str) -> list[str]:
+    """The texts of the queries whose rankings (among those that built the pool) retrieved
+    the document: user variants by their text, system runs by the topic's title."""
+    from crowd.selectors import variant_groups
+    from retrieval.selectors import docid_ids, ranking_records
+
+    pool = task.pool
+    sources = {"users": ("user",), "systems": ("system",)}.get(pool.sources, ("user", "system"))
+    ids = docid_ids([docid])
+    if docid not in ids:
+        return []
+    want = ids[docid]
+    labels, system = set(), False
+    for r in ranking_records(pool.topic_set.name, sources=sources,
+                             model_name=pool.model.name if pool.model_id else None,
+                             collection_name=pool.collection.name if pool.collection_id else None,
+                             topic_ids=[topic_id]):
+        if (r.docids[: pool.depth] == want).any():
+            if r.source == "user":
+                labels.add(r.label)
+            else:
+                system = True
+    texts = []
+    if labels:
+        texts = [g.normalised for g in variant_groups(pool.topic_set.name)
+                 if g.topic_id == topic_id and g.label in labels]
+    if system:
+        texts.append(task_topic(task, topic_id).title)
+    return texts
+
+
+def task_topic_progress(task: JudgingTask, topic_id: str, *, now: datetime | None = None
+                        ) -> dict:
+    """:func:`task_progress`'s entry for one topic (one query over that topic's slots)."""
+    now = now or timezone.now()
+    r = JudgingSlot.objects.filter(task=task, topic_id=topic_id).aggregate(
+        slots=Count("id"),
+        done=Count("id", filter=Q(state=JudgingSlot.DONE)),
+        leased=Count("id", filter=Q(state=JudgingSlot.LEASED, lease_expires__gt=now)))
+    return {"items": r["slots"] // task.redundancy, "slots": r["slots"], "done": r["done"],
+            "leased": r["leased"], "remaining": r["slots"] - r["done"] - r["leased"]}
+
+
+def assessor_item_labels(task: JudgingTask, assessor: str, item_id: int) -> dict | None:
+    """The assessor's current labels of an item: ``{"revision", "grades": {intent: grade},
+    "cannot_judge", "rationale"}``, or None when they have none (not theirs, or undone)."""
+    rows = list(Label.objects.filter(judgment_set_id=task.judgment_set_id, item_id=item_id,
+                                     assessor=assessor, current=True)
+                .values_list("intent_id", "grade", "revision", "cannot_judge", "rationale"))
+    if not rows:
+        return None
+    return {"revision": rows[0][2], "grades": {i: g for i, g, *_ in rows},
+            "cannot_judge": rows[0][3], "rationale": rows[0][4]}
+
+
+def task_item_get(task: JudgingTask, item_id: int):
+    from .models import JudgingItem
+
+    try:
+        return JudgingItem.objects.get(task=task, pk=item_id)
+    except JudgingItem.DoesNotExist:
+        raise ValueError(f"task {task.name!r} has no item {item_id}") from None
+
+
+def task_assessor_stats(task: JudgingTask) -> list[dict]:
+    """Per assessor: ``items`` judged (current labels), ``labels`` (every revision),
+    ``revisions`` (labels beyond the first of an item), ``cannot_judge`` items, ``first``
+    and ``last`` label times, ``per_hour`` (items per hour between first and last; None
+    under a minute) and ``median_seconds`` (time on page per judged item)."""
+    import statistics
+
+    per: dict[str, dict] = {}
+    rows = (Label.objects.filter(judgment_set_id=task.judgment_set_id)
+            .values_list("assessor", "item_id", "revision", "current", "seconds", "created",
+                         "cannot_judge", "submit_key"))
+    keys: dict[str, dict[str, float | None]] = defaultdict(dict)
+    for a, item, rev, cur, sec, created, cj, key in rows.iterator(chunk_size=10000):
+        s = per.setdefault(a, {"assessor": a, "items": set(), "labels": 0, "revisions": 0,
+                               "cannot_judge": set(), "first": created, "last": created})
+        s["labels"] += 1
+        s["revisions"] += rev > 1
+        if cur:
+            s["items"].add(item)
+            if cj:
+                s["cannot_judge"].add(item)
+        s["first"], s["last"] = min(s["first"], created), max(s["last"], created)
+        keys[a][key or f"{item}:{rev}"] = sec
+    out = []
+    for a in sorted(per):
+        s = per[a]
+        items = len(s["items"])
+        span = (s["last"] - s["first"]).total_seconds()
+        secs = [v for v in keys[a].values() if v is not None]
+        out.append({**s, "items": items, "cannot_judge": len(s["cannot_judge"]),
+                    "per_hour": items / (span / 3600) if span >= 60 else None,
+                    "median_seconds": statistics.median(secs) if secs else None})
+    return out
+
+
+def task_intent_stats(task: JudgingTask) -> list[dict]:
+    """Per (topic, intent): documents with a current grade, and how many are above 0."""
+    rows = (Label.objects.filter(judgment_set_id=task.judgment_set_id, current=True,
+                                 grade__isnull=False)
+            .values("topic_id", "intent_id").annotate(
+                labels=Count("id"), items=Count("item_id", distinct=True),
+                relevant=Count("id", filter=Q(grade__gt=0)))
+            .order_by("topic_id", "intent_id"))
+    return list(rows)
+
+
+# --- crowd publication: gold items and a worker's standing ---------------------------------
+
+
+class GoldItem(NamedTuple):
+    topic_id: str
+    docid: str
+    expected: dict  # {intent id ("" = the topic): grade}
+
+
+_gold_cache: dict[tuple[int, int, int], list[GoldItem]] = {}
+
+
+def gold_items(task: JudgingTask) -> list[GoldItem]:
+    """The documents of the task's gold judgment set that can be shown as gold items: of
+    a topic of the task, with the set's (majority) grade for the intents the task grades —
+    in topic and user modes the topic-level grade, else the largest grade of its intents.
+    Cached per process (judgment sets are imported whole and never change)."""
+    if task.gold_set_id is None:
+        return []
+    key = (task.pk, task.gold_set_id, task.gold_set.labels_count)
+    if key in _gold_cache:
+        return _gold_cache[key]
+    from .models import TaskTopic
+
+    intents = dict(TaskTopic.objects.filter(task=task).values_list("topic_id", "intents"))
+    by_doc: dict[tuple[str, str], dict[str, int]] = {}
+    for (t, i, d), g in agg.aggregate(current_labels(task.gold_set), "majority").items():
+        if t in intents:
+            by_doc.setdefault((t, d), {})[i] = g
+    out = []
+    for (t, d), grades in by_doc.items():
+        if task.mode == JudgingTask.MODE_INTENT:
+            expected = {i: grades[i] for i in intents[t] if i in grades}
+        elif NO_INTENT in grades:
+            expected = {NO_INTENT: grades[NO_INTENT]}
+        else:
+            expected = {NO_INTENT: max(grades.values())}
+        if expected:
+            out.append(GoldItem(t, d, expected))
+    _gold_cache[key] = out
+    return out
+
+
+def gold_passed(expected: dict, grades: dict) -> bool:
+    """A gold answer passes when, for every intent the gold set grades, the worker agrees
+    on relevance (grade above 0, or not); a document the worker could not judge fails."""
+    for intent, want in expected.items():
+        got = grades.get(intent)
+        if got is None or (int(got) > 0) != (want > 0):
+            return False
+    return True
+
+
+def crowd_worker_status(task: JudgingTask, assessor: str) -> dict:
+    """``{"judged", "gold_seen", "gold_passed", "accuracy", "status"}`` of a crowd worker:
+    ``completed`` after ``task.crowd_judgments`` judgments with gold accuracy at least
+    ``task.gold_min_accuracy`` (and at least one gold item when the task uses gold),
+    ``failed`` when the accuracy falls short then, else ``working``."""
+    from .models import GoldAnswer
+
+    judged = JudgingSlot.objects.filter(task=task, assessor=assessor,
+                                        state=JudgingSlot.DONE).count()
+    gold = list(GoldAnswer.objects.filter(task=task, assessor=assessor)
+                .values_list("passed", flat=True))
+    seen, passed = len(gold), sum(gold)
+    accuracy = passed / seen if seen else None
+    status = "working"
+    uses_gold = task.gold_set_id is not None and task.gold_rate > 0
+    if task.crowd_judgments and judged >= task.crowd_judgments:
+        if not uses_gold:
+            status = "completed"
+        elif seen:
+            status = "completed" if accuracy >= task.gold_min_accuracy else "failed"
+    return {"judged": judged, "gold_seen": seen, "gold_passed": passed,
+            "accuracy": accuracy, "status": status}
+
+
+def gold_next(task: JudgingTask, assessor: str, status: dict) -> GoldItem | None:
+    """The gold item to show the worker now, or None. Gold items make up ``gold_rate`` of
+    the pages: the n-th page (1-based) is gold when the worker has seen fewer than
+    ⌊n × rate⌋; a worker who reached the judgments needed with no gold yet gets one. Each
+    worker sees the gold items in an order of their own (a hash of worker and document)."""
+    import hashlib
+    import math
+
+    from .models import GoldAnswer
+
+    if task.gold_set_id is None or task.gold_rate <= 0:
+        return None
+    n = status["judged"] + status["gold_seen"] + 1
+    due = status["gold_seen"] < math.floor(n * task.gold_rate + 1e-9) or (
+        task.crowd_judgments and status["judged"] >= task.crowd_judgments
+        and status["gold_seen"] == 0)
+    if not due:
+        return None
+    answered = set(GoldAnswer.objects.filter(task=task, assessor=assessor)
+                   .values_list("topic_id", "docid"))
+    left = [g for g in gold_items(task) if (g.topic_id, g.docid) not in answered]
+    if not left:
+        return None
+    return min(left, key=lambda g: hashlib.sha256(
+        f"{assessor}\t{g.topic_id}\t{g.docid}".encode()).hexdigest())
+
+
+def task_gold_accuracy(task: JudgingTask) -> list[dict]:
+    """Per worker: gold answers seen and passed, and the accuracy."""
+    from .models import GoldAnswer
+
+    rows = (GoldAnswer.objects.filter(task=task).values("assessor")
+            .annotate(seen=Count("id"), passed=Count("id", filter=Q(passed=True)))
+            .order_by("assessor"))
+    return [{**r, "accuracy": r["passed"] / r["seen"]} for r in rows]

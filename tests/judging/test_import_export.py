@@ -103,7 +103,8 @@ def test_tsv_header_intent_none_and_revisions(tmp_path):
 
 @pytest.mark.parametrize("text, message", [
     ("1 1 d1 1\n1 1 d2 x\n", "line 2: grade 'x' is not a whole number"),
-    ("1 1 d1 1\n1 1 d1 0\n", "line 2: topic 1 subtopic 1 document d1 judged twice (first on line 1)"),
+    ("1 1 d1 1\n1 1 d1 0\n",
+     "line 2: topic 1 subtopic 1 document d1 judged twice (first on line 1)"),
     ("1 1 d1\n", "line 1: expected 4 fields"),
     ("1 0 d1 1\n", "line 1: a diversity qrels line needs a subtopic"),
     ("1 1 d\u200b1 1\n", "line 1: docid"),

@@ -1,0 +1,89 @@
+"""Forms of the judging pages: a judgment (a grade row per intent), and organisers' forms."""
+from __future__ import annotations
+
+from django import forms
+from django.core import signing
+
+REF_SALT = "judging.ref"
+MAX_REF_AGE = 7 * 24 * 3600  # a page left open for a week can still be submitted
+
+
+def ref_dumps(*, item_id: int | None = None, gold: tuple[str, str] | None = None,
+              submit_key: str, shown: float) -> str:
+    """The signed reference a judgment form carries: the item (or gold document), the
+    form's idempotency key and when the page was shown (server time). Compressed, so an
+    item and a gold document look alike."""
+    value = {"k": submit_key, "t": shown}
+    if gold is not None:
+        value["g"] = list(gold)
+    else:
+        value["i"] = item_id
+    return signing.dumps(value, salt=REF_SALT, compress=True)
+
+
+def ref_loads(ref: str) -> dict:
+    return signing.loads(ref, salt=REF_SALT, max_age=MAX_REF_AGE)
+
+
+class JudgmentForm(forms.Form):
+    """One page: ``grade_0 … grade_{n-1}`` for the intents in order (a single row in topic
+    and user modes), an optional rationale, or a reason the document cannot be judged."""
+
+    ref = forms.CharField(widget=forms.HiddenInput)
+    js_seconds = forms.FloatField(required=False, min_value=0, widget=forms.HiddenInput)
+    rationale = forms.CharField(required=False, max_length=5000, widget=forms.Textarea(
+        attrs={"rows": 2, "id": "rationale", "placeholder": "Why (optional)"}))
+    cannot_judge = forms.CharField(required=False, max_length=200, widget=forms.TextInput(
+        attrs={"id": "cannot-judge-reason", "autocomplete": "off",
+               "placeholder": "e.g. the page did not load, not in a language I read"}))
+
+    def __init__(self, *args, intents=(), grades=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.intents = list(intents)
+        choices = [(str(g["value"]), f"{g['label']} [{g['key']}]") for g in grades]
+        for n, _intent in enumerate(self.intents):
+            self.fields[f"grade_{n}"] = forms.TypedChoiceField(
+                choices=choices, coerce=int, required=False, widget=forms.RadioSelect)
+
+    def clean_ref(self):
+        try:
+            return ref_loads(self.cleaned_data["ref"])
+        except signing.BadSignature:
+            raise forms.ValidationError("This page has expired; please judge the document "
+                                        "again.") from None
+
+    def clean(self):
+        data = super().clean()
+        if self.data.get("action") == "cannot":
+            if not (data.get("cannot_judge") or "").strip():
+                self.add_error("cannot_judge", "Say why you cannot judge this document.")
+            return data
+        data["cannot_judge"] = ""
+        for n, _ in enumerate(self.intents):
+            if data.get(f"grade_{n}") in (None, ""):
+                self.add_error(f"grade_{n}", "Choose a grade.")
+        return data
+
+    def grades(self) -> dict[str, int]:
+        if self.cleaned_data.get("cannot_judge"):
+            return {}
+        return {i: self.cleaned_data[f"grade_{n}"] for n, i in enumerate(self.intents)}
+
+
+class CollectionForm(forms.Form):
+    collection = forms.CharField(max_length=100)
+
+
+class PublishForm(forms.Form):
+    title = forms.CharField(max_length=200, required=False,
+                            help_text="What workers see (empty: a default title)")
+    consent_text = forms.CharField(widget=forms.Textarea(attrs={"rows": 4}))
+    completion_code = forms.CharField(max_length=100)
+    judgments = forms.IntegerField(min_value=1, label="Judgments for the code")
+    gold_set = forms.CharField(max_length=100, required=False, label="Gold judgment set")
+    gold_rate = forms.FloatField(min_value=0, max_value=0.99, initial=0.0,
+                                 label="Share of pages that are gold")
+    gold_min_accuracy = forms.FloatField(min_value=0, max_value=1, initial=0.7,
+                                         label="Gold accuracy needed")
+    prolific_study_id = forms.CharField(max_length=200, required=False)
+    mturk_hit_ids = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))

@@ -33,12 +33,14 @@ EMPTY = "empty"
 TOO_LONG = "too_long"
 COPY = "copy"
 DUPLICATE = "duplicate"
+ESTIMATE = "estimate"
 
 MESSAGES = {
     EMPTY: "Please type a query.",
     TOO_LONG: "That query is too long.",
     COPY: "Please write the query you would type yourself, not a copy of the description.",
     DUPLICATE: "You have already given this query; please write one for this description.",
+    ESTIMATE: "Please answer the question.",
 }
 
 
@@ -98,6 +100,18 @@ def query_problems(raw: str, statement: str, *, max_chars: int, jaccard_threshol
     if norm in set(previous):
         problems.append(DUPLICATE)
     return problems
+
+
+def estimate_problems(estimate: str, *, question: str, choices: Sequence[str],
+                      max_chars: int = 50) -> list[str]:
+    """``[ESTIMATE]`` when the study asks ``question`` and ``estimate`` does not answer it:
+    empty, not one of ``choices`` (when there are choices), or over ``max_chars``."""
+    if not question:
+        return []
+    value = estimate.strip()
+    if not value or len(value) > max_chars or (choices and value not in choices):
+        return [ESTIMATE]
+    return []
 
 
 def is_too_fast(seconds: float | None, min_seconds: float) -> bool:

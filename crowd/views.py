@@ -1,12 +1,14 @@
 """Crowd pages: the worker flow of a study, and the organisers' progress and exports.
 
-Workers are identified by the browser session that arrived with their link; every page
-after the entry resolves the participant from that session only, so no URL names another
+Workers are identified by the browser that arrived with their link (a signed cookie holding
+the participant's secret token); every page after the entry resolves the participant from
+that cookie only, so no URL names another
 worker's data. Organiser pages need a staff account.
 """
 import csv
 import json
 
+from django.conf import settings
 from django.contrib.auth.decorators import user_passes_test
 from django.http import Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -21,15 +23,38 @@ from crowd.spreadsheet import spreadsheet_row
 staff_required = user_passes_test(lambda u: u.is_active and u.is_staff)
 
 
-def _session_key(slug: str) -> str:
-    return f"crowd.study.{slug}"
+# A worker's browser holds "participant id.token" in a signed cookie scoped to the study's
+# own path: no session row is read or written on a worker's requests.
+_HOLD_SALT = "crowd.participant"
+
+
+def _hold_cookie(slug: str) -> str:
+    return f"crowd_{slug}"
+
+
+def _held(request, slug: str) -> tuple[int, str] | None:
+    """(participant id, token) this browser holds for the study, or None."""
+    value = request.get_signed_cookie(_hold_cookie(slug), default=None, salt=_HOLD_SALT)
+    pid, _, token = (value or "").partition(".")
+    if not pid.isdigit() or not token:
+        return None
+    return int(pid), token
+
+
+def _hold(response, slug: str, participant: Participant):
+    response.set_signed_cookie(
+        _hold_cookie(slug), f"{participant.pk}.{participant.session_token}", salt=_HOLD_SALT,
+        max_age=settings.SESSION_COOKIE_AGE, path=reverse("crowd:study_entry", kwargs={"slug": slug}),
+        secure=settings.SESSION_COOKIE_SECURE, httponly=True, samesite=settings.SESSION_COOKIE_SAMESITE,
+    )
+    return response
 
 
 def _participant(request, slug: str) -> Participant:
-    held = request.session.get(_session_key(slug))
-    if not isinstance(held, dict) or "p" not in held or "t" not in held:
+    held = _held(request, slug)
+    if held is None:
         raise Http404("No study in progress in this browser.")
-    return selectors.participant_get_for_session(slug=slug, participant_id=held["p"], token=held["t"])
+    return selectors.participant_get_for_session(slug=slug, participant_id=held[0], token=held[1])
 
 
 def _arrival(request):
@@ -45,13 +70,9 @@ def _arrival(request):
 
 
 def _held_participant(request, slug: str) -> Participant | None:
-    """The participant this browser session holds for the study, if any."""
-    held = request.session.get(_session_key(slug))
-    if not isinstance(held, dict) or "p" not in held or "t" not in held:
-        return None
+    """The participant this browser holds for the study, if any."""
     try:
-        return selectors.participant_get_for_session(slug=slug, participant_id=held["p"],
-                                                     token=held["t"])
+        return _participant(request, slug)
     except Http404:
         return None
 
@@ -92,8 +113,7 @@ def study_entry(request, slug):
         )
     except services.StudyError as e:
         return render(request, "crowd/message.html", {"study": study, "message": str(e)}, status=403)
-    request.session[_session_key(slug)] = {"p": p.pk, "t": p.session_token}
-    return redirect("crowd:study_next", slug=slug)
+    return _hold(redirect("crowd:study_next", slug=slug), slug, p)
 
 
 @require_http_methods(["GET"])
@@ -129,43 +149,68 @@ def _item_url(slug, position):
 
 @require_http_methods(["GET", "POST"])
 def study_item(request, slug, position):
-    """One item per page. POST is idempotent: a repeat never adds a second answer."""
-    p = _participant(request, slug)
-    study = p.study
-    if p.status != Participant.STATUS_ACTIVE:
-        # finished (or not started): a repeated POST lands where the first one did
+    """One item per page. POST is idempotent: a repeat never adds a second answer.
+
+    The hot path of a study: a GET reads the worker's items in one query (and starts the
+    item's clock); a POST is one service call that checks the browser's token under the
+    worker's row lock. Neither touches a session row.
+    """
+    held = _held(request, slug)
+    if held is None:
+        raise Http404("No study in progress in this browser.")
+    if request.method == "POST":
+        return _study_item_post(request, slug, position, held)
+    page = selectors.participant_item_page(slug=slug, participant_id=held[0], token=held[1])
+    if page is None:  # not consented, nothing to do, or not this browser's worker
+        p = _participant(request, slug)
         return redirect("crowd:study_next" if p.status == Participant.STATUS_ARRIVED
                         else "crowd:study_done", slug=slug)
-    form_kwargs = {"question": study.question_text, "choices": study.question_choice_list()}
-    if request.method == "POST":
-        form = AnswerForm(request.POST, **form_kwargs)
-        if form.is_valid():
-            try:
-                result = services.response_submit(
-                    participant_id=p.pk, position=position,
-                    raw=form.cleaned_data["query"], estimate=form.cleaned_data.get("estimate", ""),
-                )
-            except Assignment.DoesNotExist:
-                raise Http404("No such item.")
-            if result.accepted or result.duplicate or result.out_of_order:
-                return redirect(_item_url(slug, result.next_position))
-            for code in result.problems:
-                form.add_error("query", quality.MESSAGES[code])
-    else:
-        form = AnswerForm(**form_kwargs)
-    assignments = selectors.participant_assignment_list(p)
-    current = next((a for a in assignments if a.position == position), None)
+    if page.status != Participant.STATUS_ACTIVE:
+        return redirect("crowd:study_done", slug=slug)
+    current = next((row for row in page.items if row.position == position), None)
     if current is None:
         raise Http404("No such item.")
-    if request.method == "GET":
-        first_open = next((a.position for a in assignments if not hasattr(a, "response")), None)
-        if current.position != first_open:  # answered, or not yet its turn
-            return redirect(_item_url(slug, first_open))
-        services.assignment_mark_shown(current)
+    first_open = next((row.position for row in page.items if not row.answered), None)
+    if current.position != first_open:  # answered, or not yet its turn
+        return redirect(_item_url(slug, first_open))
+    if current.shown is None:
+        services.assignment_mark_shown(current.assignment_id)
+    form = AnswerForm(question=page.study.question_text, choices=page.study.question_choice_list())
+    return _render_item(request, page, form, current)
+
+
+def _render_item(request, page, form, current):
     return render(request, "crowd/item.html", {
-        "study": study, "form": form, "assignment": current, "item": current.item,
-        "number": assignments.index(current) + 1, "total": len(assignments),
+        "study": page.study, "form": form, "item": current,
+        "number": page.items.index(current) + 1, "total": len(page.items),
     })
+
+
+def _study_item_post(request, slug, position, held):
+    try:
+        result = services.response_submit(
+            participant_id=held[0], session_token=held[1], study_slug=slug, position=position,
+            raw=request.POST.get("query", ""), estimate=request.POST.get("estimate", ""),
+        )
+    except (Participant.DoesNotExist, Assignment.DoesNotExist):
+        raise Http404("No such item.")
+    if result.status == Participant.STATUS_ARRIVED:
+        return redirect("crowd:study_next", slug=slug)
+    if result.accepted or result.duplicate or result.out_of_order:
+        return redirect(_item_url(slug, result.next_position))
+    # refused: show the same item again with the reasons
+    page = selectors.participant_item_page(slug=slug, participant_id=held[0], token=held[1])
+    study = page.study
+    form = AnswerForm(request.POST, question=study.question_text,
+                      choices=study.question_choice_list())
+    form.is_valid()
+    for code in result.problems:
+        if code != quality.ESTIMATE:
+            form.add_error("query", quality.MESSAGES[code])
+        elif "estimate" in form.fields and not form.errors.get("estimate"):
+            form.add_error("estimate", quality.MESSAGES[code])
+    current = next(row for row in page.items if row.position == position)
+    return _render_item(request, page, form, current)
 
 
 @require_http_methods(["GET"])

@@ -5,8 +5,11 @@ and exports. Other apps import from here.
 """
 from crowd.selectors.studies import (
     STUDY_EXPORT_FIELDS,
+    ItemPage,
+    ItemRow,
     participant_assignment_list,
     participant_get_for_session,
+    participant_item_page,
     participant_next_position,
     study_export_rows,
     study_get_by_slug,
@@ -29,8 +32,8 @@ from crowd.selectors.topics import (
 )
 
 __all__ = [
-    "STUDY_EXPORT_FIELDS", "VariantGroup", "participant_assignment_list",
-    "participant_get_for_session", "participant_next_position", "study_export_rows",
+    "STUDY_EXPORT_FIELDS", "ItemPage", "ItemRow", "VariantGroup", "participant_assignment_list",
+    "participant_get_for_session", "participant_item_page", "participant_next_position", "study_export_rows",
     "study_get_by_slug", "study_item_load", "study_list", "study_progress",
     "study_variant_summary", "topic_list", "topic_set_list", "topic_summary_list", "topic_set_get", "variant_groups", "variant_label",
     "variant_list", "variant_list_by_topic", "variant_stats",

@@ -2,12 +2,14 @@
 from __future__ import annotations
 
 import statistics
-from datetime import timedelta
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 from django.db.models import Count, Q
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 
+from crowd.compiled import as_datetime, compiled_query
 from crowd.models import Assignment, Participant, Response, Study, StudyItem
 from crowd.naturalsort import natural_key
 from crowd.normalise import normalise_query
@@ -32,6 +34,58 @@ def participant_assignment_list(participant: Participant) -> list[Assignment]:
         .select_related("item__statement", "response")
         .order_by("position")
     )
+
+
+@dataclass(frozen=True)
+class ItemRow:
+    """One of a worker's items as the item page needs it."""
+
+    assignment_id: int
+    position: int
+    kind: str
+    text: str
+    shown: datetime | None
+    answered: bool
+
+
+@dataclass(frozen=True)
+class ItemPage:
+    """What a worker's item page needs: their status, the study and their items in order."""
+
+    participant_id: int
+    status: str
+    study: Study
+    items: list[ItemRow]
+
+
+# Study fields the worker's pages use (title, instructions, the question, the limits).
+_PAGE_STUDY_FIELDS = ("id", "slug", "name", "title", "instructions", "question_text",
+                      "question_choices", "max_query_chars")
+
+
+def _item_page_query(participant_id, token, slug):
+    return (
+        Assignment.objects.filter(participant_id=participant_id, participant__session_token=token,
+                                  participant__study__slug=slug)
+        .order_by("position")
+        .values_list("id", "position", "item__kind", "item__prompt", "item__statement__text",
+                     "shown", "response__assignment_id", "participant__status",
+                     *(f"participant__study__{f}" for f in _PAGE_STUDY_FIELDS))
+    )
+
+
+def participant_item_page(*, slug: str, participant_id, token: str) -> ItemPage | None:
+    """The item page of the participant this browser holds, in one query of plain values
+    (the hot path of a study: compiled once, no model instances per item); None when the
+    participant has no items yet or the token does not match."""
+    rows = compiled_query("participant_item_page", _item_page_query,
+                          (int(participant_id), token, slug), (-7301, "\x01token", "\x01slug"))
+    if not rows:
+        return None
+    study = Study(**dict(zip(_PAGE_STUDY_FIELDS, rows[0][8:])))
+    items = [ItemRow(assignment_id=r[0], position=r[1], kind=r[2], text=r[3] or r[4] or "",
+                     shown=as_datetime(r[5]), answered=r[6] is not None) for r in rows]
+    return ItemPage(participant_id=int(participant_id), status=rows[0][7], study=study, items=items)
 
 
 def participant_next_position(participant: Participant) -> int | None:

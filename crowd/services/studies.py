@@ -5,6 +5,7 @@ Each function that writes owns its transaction.
 from __future__ import annotations
 
 import secrets
+from collections import namedtuple
 from dataclasses import dataclass, field
 
 from django.db import IntegrityError, transaction
@@ -12,6 +13,7 @@ from django.utils import timezone
 
 from crowd import quality
 from crowd.assignment import choose_statements, order_items
+from crowd.compiled import as_datetime, compiled_query
 from crowd.models import (
     MTURK_SUBMIT_HOSTS,
     Assignment,
@@ -207,12 +209,9 @@ def participant_consent(*, participant: Participant, seed: int | None = None) ->
         return p
 
 
-def assignment_mark_shown(assignment: Assignment) -> None:
+def assignment_mark_shown(assignment_id: int) -> None:
     """Start the answer clock the first time an item is shown (a reload keeps it)."""
-    if assignment.shown is None:
-        now = timezone.now()
-        Assignment.objects.filter(pk=assignment.pk, shown__isnull=True).update(shown=now)
-        assignment.shown = now
+    Assignment.objects.filter(pk=assignment_id, shown__isnull=True).update(shown=timezone.now())
 
 
 @dataclass
@@ -226,96 +225,137 @@ class SubmitResult:
     response: Response | None = None
 
 
-def response_submit(*, participant_id, position: int, raw: str, estimate: str = "") -> SubmitResult:
+_STUDY_RULES = ("max_query_chars", "copy_jaccard_threshold", "copy_min_tokens", "question_text",
+                "question_choices", "spell_correct", "min_seconds_per_answer")
+_Locked = namedtuple("_Locked", ("id", "status", "worker_id", "study_id", *_STUDY_RULES))
+_Item = namedtuple("_Item", ("id", "position", "shown", "item__kind", "item__expected",
+                             "item__statement_id", "item__statement__text",
+                             "item__statement__topic_id", "response__assignment_id",
+                             "response__normalised"))
+
+
+def _lock_query(participant_id, *checks: tuple[str, str]):
+    """The participant's row, locked, with the study's answer rules; ``checks`` are
+    (field, value) pairs the row must match (the browser's token, the study's slug)."""
+    return (
+        Participant.objects.select_for_update(of=("self",))
+        .filter(pk=participant_id, **dict(checks))
+        .order_by()
+        .values_list("id", "status", "worker_id", "study_id",
+                     *(f"study__{f}" for f in _STUDY_RULES))
+    )
+
+
+def _items_query(participant_id):
+    return (
+        Assignment.objects.filter(participant_id=participant_id).order_by("position")
+        .values_list(*_Item._fields)
+    )
+
+
+def response_submit(*, participant_id, position: int, raw: str, estimate: str = "",
+                    session_token: str | None = None, study_slug: str | None = None) -> SubmitResult:
     """Accept one answer for the participant's item at ``position`` (idempotent).
 
     The participant row is locked, so double submits and parallel tabs are served one at a
     time: a second POST for an answered item changes nothing and reports ``duplicate``;
     a POST for an item after the first unanswered one changes nothing and reports
-    ``out_of_order`` (items are answered in their order).
-    Refused answers (see ``crowd.quality``) write nothing. An accepted answer to a
-    statement becomes a QueryVariant (source crowd, count 1). Failing an attention check
-    fails the worker and withdraws the variants they gave in this study.
+    ``out_of_order`` (items are answered in their order). Refused answers (see
+    ``crowd.quality``, including an ``estimate`` that does not answer the study's
+    question) write nothing. An accepted answer to a statement becomes a QueryVariant
+    (source crowd, count 1). Failing an attention check fails the worker and withdraws the
+    variants they gave in this study.
+
+    ``session_token`` / ``study_slug``, when given, must be the participant's (checked
+    under the lock; a browser's request passes both), else ``Participant.DoesNotExist``.
     Raises ``Assignment.DoesNotExist`` for a position the participant does not have.
+    Queries: the lock, the participant's items, and the inserts (pinned by a test).
     """
     with transaction.atomic():
-        p = (
-            Participant.objects.select_for_update(of=("self",))
-            .select_related("study")
-            .get(pk=participant_id)
-        )
-        study = p.study
-        assignments = list(
-            Assignment.objects.filter(participant=p)
-            .select_related("item__statement", "response")
-            .order_by("position")
-        )
-        current = next((a for a in assignments if a.position == position), None)
+        # compiled once (crowd.compiled), plain values: this is the hot path of a study
+        fields = [f for f, v in (("session_token", session_token), ("study__slug", study_slug))
+                  if v is not None]
+        values = [v for v in (session_token, study_slug) if v is not None]
+
+        def build(pid, *checked):
+            return _lock_query(pid, *zip(fields, checked))
+
+        locked = compiled_query(f"response_submit.lock[{','.join(fields)}]", build,
+                                (int(participant_id), *values), (-7301, *(f"\x01{f}" for f in fields)))
+        if not locked:
+            raise Participant.DoesNotExist(participant_id)
+        p = _Locked(*locked[0])
+        if p.status != Participant.STATUS_ACTIVE:  # not started, or finished
+            return SubmitResult(accepted=False, duplicate=p.status != Participant.STATUS_ARRIVED,
+                                status=p.status)
+        study = Study(pk=p.study_id, max_query_chars=p.max_query_chars,
+                      copy_jaccard_threshold=p.copy_jaccard_threshold,
+                      copy_min_tokens=p.copy_min_tokens, question_text=p.question_text,
+                      question_choices=p.question_choices, spell_correct=p.spell_correct,
+                      min_seconds_per_answer=p.min_seconds_per_answer)
+        items = [_Item(*row) for row in compiled_query(
+            "response_submit.items", _items_query, (p.id,), (-7301,))]
+        current = next((a for a in items if a.position == position), None)
         if current is None:
             raise Assignment.DoesNotExist(position)
-
-        def answered(a):
-            try:
-                return a.response
-            except Response.DoesNotExist:
-                return None
+        answered = {a.position for a in items if a.response__assignment_id is not None}
 
         def next_pos():
-            return next((a.position for a in assignments if answered(a) is None), None)
+            return next((a.position for a in items if a.position not in answered), None)
 
-        if answered(current) is not None or p.status != Participant.STATUS_ACTIVE:
+        if current.position in answered:
             return SubmitResult(accepted=False, duplicate=True, status=p.status,
-                                next_position=next_pos(), response=answered(current))
+                                next_position=next_pos())
         if position != next_pos():  # items are answered in order, none skipped
             return SubmitResult(accepted=False, out_of_order=True, status=p.status,
                                 next_position=next_pos())
-        item = current.item
-        statement_text = item.statement.text if item.kind != StudyItem.KIND_ATTENTION else ""
-        previous = [r.normalised for r in map(answered, assignments) if r is not None]
+        kind = current.item__kind
+        attention = kind == StudyItem.KIND_ATTENTION
+        previous = [a.response__normalised for a in items if a.position in answered]
         problems = quality.query_problems(
-            raw, statement_text, max_chars=study.max_query_chars,
-            jaccard_threshold=study.copy_jaccard_threshold,
-            copy_min_tokens=study.copy_min_tokens,
-            previous=previous if item.kind != StudyItem.KIND_ATTENTION else (),
-        )
+            raw, "" if attention else current.item__statement__text or "",
+            max_chars=study.max_query_chars, jaccard_threshold=study.copy_jaccard_threshold,
+            copy_min_tokens=study.copy_min_tokens, previous=() if attention else previous,
+        ) + quality.estimate_problems(estimate, question=study.question_text,
+                                      choices=study.question_choice_list())
         if problems:
             return SubmitResult(accepted=False, problems=problems, status=p.status,
                                 next_position=position)
         now = timezone.now()
-        seconds = (now - current.shown).total_seconds() if current.shown else None
+        shown = as_datetime(current.shown)
+        seconds = (now - shown).total_seconds() if shown else None
         check_passed = None
-        if item.kind == StudyItem.KIND_ATTENTION:
-            check_passed = quality.attention_passed(raw, item.expected)
-        elif item.kind == StudyItem.KIND_GOLD:
-            check_passed = quality.gold_passed(raw, item.expected)
+        if attention:
+            check_passed = quality.attention_passed(raw, current.item__expected)
+        elif kind == StudyItem.KIND_GOLD:
+            check_passed = quality.gold_passed(raw, current.item__expected)
         norm = normalise_query(raw)
+        estimate = estimate.strip()[:50]
         variant = None
-        if item.statement_id is not None:  # gold answers are variants too
-            topic_pk = item.statement.topic_id
+        if current.item__statement_id is not None:  # gold answers are variants too
+            topic_pk = current.item__statement__topic_id
             variant_norm, uncorrected = spell_checked(
                 norm, topic_vocabularies([topic_pk])[topic_pk] if study.spell_correct else None)
             variant = QueryVariant.objects.create(
                 topic_id=topic_pk,
-                variant_id=f"S{study.pk}-P{p.pk}-{position}",
+                variant_id=f"S{study.pk}-P{p.id}-{position}",
                 raw=raw, normalised=variant_norm, uncorrected=uncorrected,
-                worker_id=p.worker_id, count=1,
-                estimate=estimate[:50], source=QueryVariant.SOURCE_CROWD,
+                worker_id=p.worker_id, count=1, estimate=estimate, source=QueryVariant.SOURCE_CROWD,
             )
         response = Response.objects.create(
-            assignment=current, raw=raw, normalised=norm, estimate=estimate[:50],
+            assignment_id=current.id, raw=raw, normalised=norm, estimate=estimate,
             seconds=seconds, too_fast=quality.is_too_fast(seconds, study.min_seconds_per_answer),
             check_passed=check_passed, variant=variant,
         )
-        current.response = response
-        if item.kind == StudyItem.KIND_ATTENTION and not check_passed:
-            p.status = Participant.STATUS_FAILED
-            p.fail_reason = "attention check"
-            p.finished = now
-            p.save(update_fields=["status", "fail_reason", "finished"])
-            QueryVariant.objects.filter(response__assignment__participant=p).delete()
+        answered.add(position)
+        status = p.status
+        if attention and not check_passed:
+            status = Participant.STATUS_FAILED
+            Participant.objects.filter(pk=p.id).update(
+                status=status, fail_reason="attention check", finished=now)
+            QueryVariant.objects.filter(response__assignment__participant_id=p.id).delete()
         elif next_pos() is None:
-            p.status = Participant.STATUS_COMPLETED
-            p.finished = now
-            p.save(update_fields=["status", "finished"])
-        return SubmitResult(accepted=True, status=p.status, next_position=next_pos(),
+            status = Participant.STATUS_COMPLETED
+            Participant.objects.filter(pk=p.id).update(status=status, finished=now)
+        return SubmitResult(accepted=True, status=status, next_position=next_pos(),
                             response=response)

@@ -37,10 +37,18 @@ def test_worker_cannot_reach_another_workers_items(study):
     assert r.status_code == 200 and b"secret query of a" not in r.content
     assert b.get(item_url(study, 99)).status_code == 404
     assert b.post(item_url(study, 99), {"query": "x"}).status_code == 404
-    # a forged session entry pointing at A's participant reads nothing
-    s = b.session
-    s[f"crowd.study.{study.slug}"] = {"p": participant(study, "A").pk, "t": "guess"}
-    s.save()
+    # a forged cookie pointing at A's participant reads nothing: signed with a guessed
+    # token, or A's id with B's (valid) signature and token
+    from django.core import signing
+
+    name = f"crowd_{study.slug}"
+    a_pk = participant(study, "A").pk
+    b_token = participant(study, "B").session_token
+    for value in [f"{a_pk}.guess", f"{a_pk}.{b_token}"]:
+        b.cookies[name] = signing.get_cookie_signer(salt=name + "crowd.participant").sign(value)
+        assert b.get(item_url(study, 2)).status_code == 404
+        assert b.post(item_url(study, 2), {"query": "hijack"}).status_code == 404
+    b.cookies[name] = f"{a_pk}.guess"  # unsigned
     assert b.get(item_url(study, 2)).status_code == 404
     assert b.post(item_url(study, 2), {"query": "hijack"}).status_code == 404
     assert Response.objects.filter(raw="hijack").count() == 0

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from typing import Iterable, Iterator
 
 import numpy as np
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import Max, Q
 
 from .models import Collection, Docid, RetrievalModel, Run, RunQuery
@@ -220,27 +220,52 @@ def _docid_rows(columns: str, where: str, params: list, order_by: str = "") -> l
         return cursor.fetchall()
 
 
-# PostgreSQL's binary COPY of one int4 column: a 19-byte header, then per row a field
-# count (int16), a length (int32) and the value (int32), all big-endian; a 2-byte trailer.
-_COPY_HEADER, _COPY_TRAILER = 19, 2
-_COPY_ROW = np.dtype([("fields", ">i2"), ("length", ">i4"), ("id", ">i4")])
+# PostgreSQL's binary form of a one-dimensional int4[] (array_send): a 20-byte header
+# (dimensions, flags, element type, length, lower bound), then per element its length
+# (int32) and value (int32), big-endian.
+_ARRAY_HEADER = 20
+_ARRAY_ITEM = np.dtype([("length", ">i4"), ("id", ">i4")])
+ORDER_CHECKS = 256  # adjacent pairs whose strings confirm an order read from PostgreSQL
 
 
 def _ordered_ids(where: str, params: list, order_by: str) -> np.ndarray:
-    """The ids of the rows matching ``where``, in ``order_by`` order. On PostgreSQL a binary
-    COPY brings them as one buffer (2M ids in ~0.1 s, against ~1 s as Python rows)."""
+    """The ids of the rows matching ``where``, in ``order_by`` order.
+
+    On PostgreSQL they come as one int4[] value in binary (2M ids as one buffer, where
+    2M Python rows cost ~1 s more), aggregated from a sorted subquery — an order
+    PostgreSQL keeps for a plain aggregate without parallel workers (turned off here);
+    a sample of adjacent pairs is checked against the strings all the same.
+    """
     if connection.vendor != "postgresql":
         rows = _docid_rows("id", where, params, order_by=order_by)
         return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
     table = connection.ops.quote_name(Docid._meta.db_table)
-    sql = (f"COPY (SELECT id FROM {table} WHERE {where} ORDER BY {order_by}) "
-           "TO STDOUT (FORMAT BINARY)")
-    with connection.cursor() as cursor, cursor.cursor.copy(sql, params) as copy:
-        data = b"".join(bytes(block) for block in copy)
-    rows = np.frombuffer(data[_COPY_HEADER:len(data) - _COPY_TRAILER], dtype=_COPY_ROW)
-    if rows.size and not ((rows["fields"] == 1).all() and (rows["length"] == 4).all()):
-        raise ValueError("unexpected binary COPY layout reading docid ids")
-    return rows["id"].astype(np.int64)
+    sql = (f"SELECT array_send(array_agg(id)) FROM "
+           f"(SELECT id FROM {table} WHERE {where} ORDER BY {order_by}) AS ordered")
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL max_parallel_workers_per_gather = 0")
+        cursor.execute(sql, params)
+        data = cursor.fetchone()[0]
+    if data is None:
+        return np.zeros(0, np.int64)
+    items = np.frombuffer(bytes(data), dtype=_ARRAY_ITEM, offset=_ARRAY_HEADER)
+    if not (items["length"] == 4).all():
+        raise ValueError("unexpected binary layout reading ordered docid ids")
+    got = items["id"].astype(np.int64)
+    _order_check(got)
+    return got
+
+
+def _order_check(ids: np.ndarray) -> None:
+    """Raise unless evenly spaced adjacent pairs of ``ids`` are in docid code point order."""
+    if ids.size < 2:
+        return
+    first = np.unique(np.linspace(0, ids.size - 2, min(ORDER_CHECKS, ids.size - 1)).astype(int))
+    pairs = np.stack([ids[first], ids[first + 1]], axis=1)
+    rows = _docid_rows("id, docid", "id = ANY(%s)", [np.unique(pairs).tolist()])
+    names = dict(rows)
+    if any(names[int(a)] > names[int(b)] for a, b in pairs.tolist()):
+        raise RuntimeError("the database returned docids out of code point order")
 
 
 def _wanted_rows(rows: list[tuple], wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -49,3 +49,30 @@ def test_docid_order_is_code_point_order(dense):
     got = docid_order(np.array([ids[n] for n in chosen]))
     by_id = {v: k for k, v in ids.items()}
     assert [by_id[int(i)] for i in got] == sorted(chosen)
+
+
+def test_an_order_read_from_the_database_is_checked():
+    from django.db import connection
+
+    from retrieval.selectors import _order_check
+
+    if connection.vendor != "postgresql":
+        pytest.skip("orders are read as one array on PostgreSQL only")
+    ids = docids_ensure(["m-1", "m-2", "m-3"])
+    _order_check(np.array([ids["m-1"], ids["m-2"], ids["m-3"]]))
+    with pytest.raises(RuntimeError, match="out of code point order"):
+        _order_check(np.array([ids["m-1"], ids["m-3"], ids["m-2"]]))
+
+
+def test_pool_arrays_are_stored_uncompressed_on_postgresql():
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("storage modes are PostgreSQL's")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT attname, attstorage FROM pg_attribute WHERE attrelid = "
+            "'pooling_pooltopic'::regclass AND attname IN "
+            "('docids', 'weights', 'min_rank', 'users', 'systems')")
+        assert dict(cursor.fetchall()) == dict.fromkeys(
+            ["docids", "weights", "min_rank", "users", "systems"], "e")

@@ -5,8 +5,8 @@ Plain Python (pandas, numpy, statsmodels); nothing here imports Django.
 
 Scores are one row per (system, query, intent): ``system query intent score``. The
 mixed models are fitted by REML with statsmodels' MixedLM, random effects nested in the
-query (``groups=query``, the nested term as a variance component); a component that
-goes to the boundary is settled by refitting without it. The standard deviations agree
+query (``groups=query``, the nested term as a variance component), L-BFGS polished by
+Nelder-Mead; a component that goes to the boundary is settled by refitting without it. The standard deviations agree
 with R's lme4 (REML) to 1e-3 of the model's scale. In lme4 notation:
 
 - model1 ``score ~ system + (1|query)`` on each (system, query)'s mean over its intents;
@@ -99,26 +99,48 @@ def _check(scores: pd.DataFrame) -> None:
 
 
 def _fit_once(formula: str, data: pd.DataFrame, vc: dict):
+    """The REML fit by L-BFGS (BFGS, then Powell, when it fails). L-BFGS can stop early
+    where a small variance component flattens the REML surface, so when a component is
+    below 5% of the residual variance the fit is polished by Nelder-Mead from there and
+    the larger REML criterion wins."""
     import statsmodels.formula.api as smf
 
     model = smf.mixedlm(formula, data, groups=data["query"], re_formula="1", vc_formula=vc or None)
-    result = None
-    for method in ("lbfgs", "bfgs", "nm", "powell"):
+
+    def attempt(method, **kwargs):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # boundary and convergence notes; checked below
             try:
-                attempt = model.fit(reml=True, method=method)
+                result = model.fit(reml=True, method=method, **kwargs)
             except (ValueError, np.linalg.LinAlgError):
-                continue
-        if attempt.converged and np.isfinite(attempt.llf):
-            result = attempt
+                return None
+        return result if result.converged and np.isfinite(result.llf) else None
+
+    fits = []
+    for method in ("lbfgs", "bfgs", "powell"):
+        first = attempt(method)
+        if first is not None:
+            fits.append(first)
             break
-    if result is None:
+    if fits and _small_component(fits[0]):
+        polished = attempt("nm", start_params=fits[0].params_object, maxiter=5000)
+        if polished is not None:
+            fits.append(polished)
+            again = attempt("lbfgs", start_params=polished.params_object)
+            if again is not None:
+                fits.append(again)
+    if not fits:
         raise ValueError(f"the mixed model {formula} with {sorted(vc)} did not converge")
+    result = max(fits, key=lambda f: f.llf)
     names = list(result.model.exog_vc.names) if vc else []
     variances = {"query": float(result.cov_re.iloc[0, 0]), "residual": float(result.scale)}
     variances.update({name: float(v) for name, v in zip(names, result.vcomp)})
     return result.llf, variances
+
+
+def _small_component(result) -> bool:
+    comps = [float(result.cov_re.iloc[0, 0]), *map(float, np.atleast_1d(result.vcomp))]
+    return min(comps) < 0.05 * float(result.scale)
 
 
 def _fit(formula: str, data: pd.DataFrame, vc: dict | None) -> dict:

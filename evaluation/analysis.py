@@ -40,11 +40,12 @@ def labels_from_judgments(name: str) -> pd.DataFrame:
 
 def topic_set_topics(name: str) -> list[str]:
     """Topic ids of a stored topic set, in natural order."""
-    from crowd.selectors import topic_list
+    from crowd.selectors import topic_list, topic_set_get
 
+    topic_set_get(name)  # a ValueError naming the known sets
     topics = [t.topic_id for t in topic_list(name)]
     if not topics:
-        raise ValueError(f"topic set {name!r} has no topics (or does not exist)")
+        raise ValueError(f"topic set {name!r} has no topics")
     return topics
 
 

@@ -58,3 +58,20 @@ def test_intent_properties_on_stored_judgment_sets(tmp_path):
     from_file = _json("intent_properties", "--labels", str(a), "--user-labels", str(u))
     assert stored == from_file
     assert stored["per_topic"]["T"]["completeness"] == pytest.approx(2 / 3)
+
+
+@pytest.mark.django_db
+def test_intent_properties_topic_set(tmp_path):
+    from django.core.management.base import CommandError
+
+    from crowd.models import Topic, TopicSet
+    from judging.services import judgments_import
+
+    a = _write(tmp_path / "intents.tsv", INTENT_LABELS + [("U", "1", "d1", "A", 1)])
+    judgments_import(str(a), format="tsv", name="intents")
+    with pytest.raises(CommandError, match="no topic set named 'ts'"):
+        call_command("intent_properties", "--topic-set", "ts", "--judgments", "intents")
+    ts = TopicSet.objects.create(name="ts")
+    Topic.objects.create(topic_set=ts, topic_id="T")
+    got = _json("intent_properties", "--topic-set", "ts", "--judgments", "intents")
+    assert list(got["per_topic"]) == ["T"]

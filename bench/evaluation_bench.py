@@ -3,9 +3,10 @@
 Data: R runs x T topics x depth D (default 100 x 100 x 1000). Each topic has a pool of
 5,000 candidate documents of which 500 are judged (grades 0-3, about one in five
 relevant); each run ranks D candidates drawn with Zipf-like popularity (Gumbel top-k, so
-runs overlap the way real systems do) with scores rounded to 2 decimals, so that ties are
-common. Runs are written as TREC files in (score descending, docid ascending) order, the
-order most tools write, which is not trec_eval's tie order: the evaluator has to sort.
+runs overlap the way real systems do) with scores written with --score-decimals decimals
+(4 by default: a few ties; 2: two thirds of neighbouring scores tie). Runs are written as
+TREC files in (score descending, docid ascending) order, the order most tools write, which
+is not trec_eval's tie order: the evaluator has to reorder every tie.
 
 Ten measures: AP, nDCG, nDCG@10, nDCG@20, P@5, P@10, P@20, RR, Rprec, R@100 (trec_eval's
 map, ndcg, ndcg_cut.10,20, P.5,10,20, recip_rank, Rprec, recall.100).
@@ -28,6 +29,7 @@ Usage::
 
     python bench/evaluation_bench.py --small        # 20 runs x 50 topics x 1000, ~20 s
     python bench/evaluation_bench.py                # 100 x 100 x 1000, ~3 min
+    python bench/evaluation_bench.py --score-decimals 2   # the same with many ties
 
 Writes bench/out/evaluation_bench[_small].json and prints a table.
 """
@@ -58,7 +60,8 @@ TREC_EVAL = {"map": "AP", "ndcg": "nDCG", "ndcg_cut_10": "nDCG@10", "ndcg_cut_20
 PYTREC_MEASURES = {"map", "ndcg", "ndcg_cut.10,20", "P.5,10,20", "recip_rank", "Rprec", "recall.100"}
 
 
-def write_data(folder: Path, runs: int, topics: int, depth: int, seed: int) -> tuple[list[Path], Path]:
+def write_data(folder: Path, runs: int, topics: int, depth: int, seed: int,
+               decimals: int = 4) -> tuple[list[Path], Path]:
     rng = np.random.default_rng(seed)
     pool, judged = 5000, 500
     qrels_path = folder / "qrels.txt"
@@ -76,11 +79,11 @@ def write_data(folder: Path, runs: int, topics: int, depth: int, seed: int) -> t
         for t in range(topics):
             keys = logw + rng.gumbel(size=pool)
             top = np.argpartition(-keys, depth)[:depth]
-            scores = np.round(keys[top] - keys[top].min(), 2)
+            scores = np.round(keys[top] - keys[top].min(), decimals)
             docids = np.array([f"doc-{t:03d}-{d:05d}" for d in top])
             order = np.lexsort((docids, -scores))  # score descending, docid ascending
             for rank, i in enumerate(order, 1):
-                lines.append(f"T{t:03d} Q0 {docids[i]} {rank} {scores[i]:.2f} sys{r:03d}\n")
+                lines.append(f"T{t:03d} Q0 {docids[i]} {rank} {scores[i]:.{decimals}f} sys{r:03d}\n")
         path.write_text("".join(lines))
         paths.append(path)
     return paths, qrels_path
@@ -119,6 +122,9 @@ def main() -> None:
     ap.add_argument("--depth", type=int, default=1000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--seed", type=int, default=20261122)
+    ap.add_argument("--score-decimals", type=int, default=4,
+                    help="scores are written with this many decimals (4, as most runs: a few ties; "
+                         "2: two thirds of neighbours tie)")
     args = ap.parse_args()
     runs = args.runs or (20 if args.small else 100)
     topics = args.topics or (50 if args.small else 100)
@@ -129,7 +135,7 @@ def main() -> None:
     specs = parse_measures(OURS)
     irm = [ir_measures.parse_measure(m) for m in OURS.split()]
     with tempfile.TemporaryDirectory() as tmp:
-        paths, qrels_path = write_data(Path(tmp), runs, topics, args.depth, args.seed)
+        paths, qrels_path = write_data(Path(tmp), runs, topics, args.depth, args.seed, args.score_decimals)
 
         def parse_ours():
             return read_runs(paths), read_qrels(qrels_path, "adhoc")
@@ -173,10 +179,13 @@ def main() -> None:
         for metric in im[r]:
             diff_im = max(diff_im, abs(metric.value - per_topic[metric.query_id][str(metric.measure)]))
     ok = diff_py < 1e-9 and diff_im < 1e-9
+    valid = runset.codes[..., 1:] >= 0
+    tied = float(((runset.scores[..., :-1] == runset.scores[..., 1:]) & valid).sum() / valid.sum())
 
     result = {
         "data": {"runs": runs, "topics": topics, "depth": args.depth, "seed": args.seed,
-                 "entries": int(runset.lengths.sum()), "measures": OURS.split()},
+                 "score_decimals": args.score_decimals, "entries": int(runset.lengths.sum()),
+                 "tied_neighbours": tied, "measures": OURS.split()},
         "parse": {"ours": t_parse_ours, "pytrec_eval": t_parse_py,
                   "ratio_pytrec_eval_over_ours": t_parse_py["best_s"] / t_parse_ours["best_s"]},
         "evaluate": {
@@ -191,13 +200,16 @@ def main() -> None:
                      "ir_measures": ir_measures.__version__},
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
     }
-    out = ROOT / "bench" / "out" / ("evaluation_bench_small.json" if args.small else "evaluation_bench.json")
+    name = "evaluation_bench" + ("_small" if args.small else "") + (
+        "" if args.score_decimals == 4 else f"_decimals{args.score_decimals}")
+    out = ROOT / "bench" / "out" / f"{name}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2))
 
     e = result["evaluate"]
     print(f"{runs} runs x {topics} topics x depth {args.depth}, {len(specs)} measures "
-          f"({result['data']['entries']:,} ranked entries)")
+          f"({result['data']['entries']:,} ranked entries, scores with {args.score_decimals} decimals, "
+          f"{tied:.1%} of neighbours tied)")
     print(f"evaluate  ours {t_ours['best_s']:.3f} s   pytrec_eval {t_py['best_s']:.3f} s "
           f"(x{e['ratio_pytrec_eval_over_ours']:.1f})   ir_measures {t_im['best_s']:.3f} s "
           f"(x{e['ratio_ir_measures_over_ours']:.1f})")

@@ -20,6 +20,7 @@ import numpy as np
 from .runs import NONPOOL, PAD, UNJUDGED
 
 __all__ = [
+    "relevant_hits",
     "average_precision",
     "precision",
     "recall",
@@ -35,10 +36,11 @@ def _ranks(n: int) -> np.ndarray:
     return np.arange(1, n + 1, dtype=np.float64)
 
 
-def _hits(grades: np.ndarray, rel_level: int):
+def relevant_hits(grades: np.ndarray, rel_level: int = 1):
     """Every ranked document with grade ≥ ``rel_level``, in rank order: its row (the leading
-    axes flattened), 0-based position, 1-based count among the row's hits so far, and its
-    flat index. Working on these alone keeps the cost in the relevant documents."""
+    axes flattened), 0-based position, 1-based count among the row's hits so far, whether it
+    is the row's first, and its flat index. The measures below work on these alone, so their
+    cost is in the relevant documents; pass the result as ``hits=`` to share it."""
     depth = grades.shape[-1]
     flat = np.flatnonzero(grades >= rel_level)
     row, pos = np.divmod(flat, max(depth, 1))
@@ -64,12 +66,12 @@ def _ratio(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.divide(a, b, out=np.zeros(a.shape), where=b > 0)
 
 
-def average_precision(grades: np.ndarray, num_rel, rel_level: int = 1) -> np.ndarray:
+def average_precision(grades: np.ndarray, num_rel, rel_level: int = 1, hits=None) -> np.ndarray:
     """AP = (1/R) · Σ_{i : g_i ≥ ℓ} |{j ≤ i : g_j ≥ ℓ}| / i, and 0 when R = 0.
 
     trec_eval ``map``: R counts every judged relevant document of the topic, so relevant
     documents the run missed count as precision 0."""
-    row, pos, count, _, _ = _hits(grades, rel_level)
+    row, pos, count, _, _ = hits if hits is not None else relevant_hits(grades, rel_level)
     total = _per_row(grades, row, count / (pos + 1.0))
     return _ratio(total, _per_topic(num_rel, total.shape))
 
@@ -87,19 +89,19 @@ def recall(grades: np.ndarray, num_rel, k: int, rel_level: int = 1) -> np.ndarra
     return _ratio(hits, _per_topic(num_rel, hits.shape))
 
 
-def reciprocal_rank(grades: np.ndarray, rel_level: int = 1) -> np.ndarray:
+def reciprocal_rank(grades: np.ndarray, rel_level: int = 1, hits=None) -> np.ndarray:
     """RR = 1 / min{i : g_i ≥ ℓ}, and 0 when no relevant document was retrieved
     (trec_eval ``recip_rank``)."""
-    row, pos, _, first, _ = _hits(grades, rel_level)
+    row, pos, _, first, _ = hits if hits is not None else relevant_hits(grades, rel_level)
     out = np.zeros(grades.shape[:-1])
     out.reshape(-1)[row[first]] = 1.0 / (pos[first] + 1.0)
     return out
 
 
-def r_precision(grades: np.ndarray, num_rel, rel_level: int = 1) -> np.ndarray:
+def r_precision(grades: np.ndarray, num_rel, rel_level: int = 1, hits=None) -> np.ndarray:
     """Rprec = |{i ≤ R : g_i ≥ ℓ}| / R, and 0 when R = 0 (trec_eval ``Rprec``; a run shorter
     than R still divides by R)."""
-    row, pos, _, _, _ = _hits(grades, rel_level)
+    row, pos, _, _, _ = hits if hits is not None else relevant_hits(grades, rel_level)
     r = _per_topic(num_rel, grades.shape[:-1])
     hits = _per_row(grades, row, (pos < r.reshape(-1)[row]).astype(np.float64))
     return _ratio(hits, r)
@@ -109,7 +111,7 @@ def _dcg(gains: np.ndarray) -> np.ndarray:
     return (gains / np.log2(_ranks(gains.shape[-1]) + 1.0)).sum(axis=-1)
 
 
-def ndcg(grades: np.ndarray, ideal_grades: np.ndarray, k: int | None = None) -> np.ndarray:
+def ndcg(grades: np.ndarray, ideal_grades: np.ndarray, k: int | None = None, hits=None) -> np.ndarray:
     """nDCG@k = DCG@k / IDCG@k with DCG@k = Σ_{i ≤ k, g_i > 0} g_i / log2(i + 1); IDCG@k is
     the same sum over the topic's judged grades sorted descending (``ideal_grades``,
     zero-padded, all judged documents, retrieved or not). 0 when IDCG is 0.
@@ -117,7 +119,7 @@ def ndcg(grades: np.ndarray, ideal_grades: np.ndarray, k: int | None = None) -> 
     trec_eval ``ndcg_cut.k`` (and ``ndcg`` when k is None: the whole ranking against every
     relevant document): linear gains equal to the grade, log2 discount from rank 1."""
     g = grades if k is None else grades[..., :k]
-    row, pos, _, _, flat = _hits(g, 1)
+    row, pos, _, _, flat = hits if hits is not None and k is None else relevant_hits(g, 1)
     dcg = _per_row(g, row, g.reshape(-1)[flat] / np.log2(pos + 2.0))
     ideal = ideal_grades if k is None else ideal_grades[..., :k]
     idcg = _per_topic(_dcg(np.where(ideal > 0, ideal, 0).astype(np.float64)), dcg.shape)

@@ -47,6 +47,8 @@ MEASURES = {
     "I-rec": ("ntcir", "required", set()),
 }
 
+BLOCK = 1 << 20  # ranked entries evaluated together
+
 _NAME = re.compile(r"^(?P<name>[A-Za-z][A-Za-z_#-]*?)(?:\((?P<params>[^()]*)\))?(?:@(?P<k>\d+))?$")
 
 
@@ -121,15 +123,6 @@ def parse_measures(text: str | list[str]) -> list[MeasureSpec]:
 # --------------------------------------------------------------------------- evaluation
 
 
-def _topic_codes(runset: RunSet, codes: np.ndarray, topic: str, index: dict[str, int]):
-    """Ordered codes ``(runs, depth)`` of one topic and its docid -> code map (None if no run
-    has the topic)."""
-    ti = index.get(topic)
-    if ti is None:
-        return np.full((len(runset.tags), codes.shape[-1]), PAD_CODE, dtype=np.int32), None
-    return codes[:, ti, :], runset.vocab_index[ti]
-
-
 def _lookup(vocab: dict[str, int] | None, docids: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """Codes of the docids the runs retrieved, and which of ``docids`` those are."""
     if vocab is None or not docids:
@@ -139,9 +132,8 @@ def _lookup(vocab: dict[str, int] | None, docids: list[str]) -> tuple[np.ndarray
     return found[hit], hit
 
 
-def _adhoc_values(runset, codes, qrels: Qrels, topics, specs) -> dict[str, np.ndarray]:
-    n_runs, depth = len(runset.tags), codes.shape[-1]
-    where = {t: i for i, t in enumerate(runset.topics)}
+def _adhoc_values(codes, vocabs, qrels: Qrels, topics, specs) -> dict[str, np.ndarray]:
+    n_runs, depth = codes.shape[0], codes.shape[-1]
     grades = np.full((n_runs, len(topics), depth), PAD, dtype=np.int16)
     levels = sorted({s.rel for s in specs})
     num_rel = {lv: np.zeros(len(topics), dtype=np.int64) for lv in levels}
@@ -155,31 +147,35 @@ def _adhoc_values(runset, codes, qrels: Qrels, topics, specs) -> dict[str, np.nd
             num_rel[lv][j] = np.count_nonzero(g >= lv)
         positives.append(np.sort(g[g > 0])[::-1])
         max_grade[j] = g[g >= 0].max() if (g >= 0).any() else 0
-        tcodes, vocab = _topic_codes(runset, codes, t, where)
+        vocab = vocabs[j]
         if vocab is None:
             continue
         table = np.full(len(vocab) + 1, NONPOOL, dtype=np.int16)
         table[-1] = PAD  # code -1, past the end of a ranking
         pos, hit = _lookup(vocab, docids)
         table[pos] = np.where(g[hit] < 0, UNJUDGED, g[hit])
-        grades[:, j, :] = table[tcodes]
+        grades[:, j, :] = table[codes[:, j, :]]
     ideal = np.zeros((len(topics), max((len(p) for p in positives), default=0)), dtype=np.int64)
     for j, p in enumerate(positives):
         ideal[j, : len(p)] = p
     out: dict[str, np.ndarray] = {}
+    hits = {lv: adhoc.relevant_hits(grades, lv) for lv in levels if any(
+        s.rel == lv and s.name in ("AP", "RR", "Rprec") for s in specs)}
+    if 1 not in hits and any(s.name == "nDCG" and s.cutoff is None for s in specs):
+        hits[1] = adhoc.relevant_hits(grades, 1)
     for s in specs:
         if s.name == "AP":
-            out[s.key] = adhoc.average_precision(grades, num_rel[s.rel], s.rel)
+            out[s.key] = adhoc.average_precision(grades, num_rel[s.rel], s.rel, hits=hits[s.rel])
         elif s.name == "P":
             out[s.key] = adhoc.precision(grades, s.cutoff, s.rel)
         elif s.name == "R":
             out[s.key] = adhoc.recall(grades, num_rel[s.rel], s.cutoff, s.rel)
         elif s.name == "RR":
-            out[s.key] = adhoc.reciprocal_rank(grades, s.rel)
+            out[s.key] = adhoc.reciprocal_rank(grades, s.rel, hits=hits[s.rel])
         elif s.name == "Rprec":
-            out[s.key] = adhoc.r_precision(grades, num_rel[s.rel], s.rel)
+            out[s.key] = adhoc.r_precision(grades, num_rel[s.rel], s.rel, hits=hits[s.rel])
         elif s.name == "nDCG":
-            out[s.key] = adhoc.ndcg(grades, ideal, s.cutoff)
+            out[s.key] = adhoc.ndcg(grades, ideal, s.cutoff, hits=hits.get(1) if s.cutoff is None else None)
         elif s.name == "ERR":
             top = int(ideal.max()) if ideal.size else 0
             if top > 4:
@@ -197,9 +193,8 @@ def _intents(judged: dict) -> list[str]:
     return sorted(judged, key=topic_sort_key)
 
 
-def _diversity_values(runset, codes, qrels: Qrels, topics, specs, probabilities) -> dict[str, np.ndarray]:
-    n_runs = len(runset.tags)
-    where = {t: i for i, t in enumerate(runset.topics)}
+def _diversity_values(codes, vocabs, qrels: Qrels, topics, specs, probabilities) -> dict[str, np.ndarray]:
+    n_runs = codes.shape[0]
     out = {k: np.zeros((n_runs, len(topics))) for s in specs for k in s.keys}
     want_ndeval = any(s.family == "ndeval" for s in specs)
     want_ntcir = any(s.family == "ntcir" for s in specs)
@@ -212,11 +207,11 @@ def _diversity_values(runset, codes, qrels: Qrels, topics, specs, probabilities)
         for c, it in enumerate(intents):
             for d, g in per_intent[it].items():
                 grades[row[d], c] = g
-        tcodes, vocab = _topic_codes(runset, codes, t, where)
+        vocab = vocabs[j]
         table = np.full((0 if vocab is None else len(vocab)) + 1, -1, dtype=np.int64)
         pos, hit = _lookup(vocab, docids)
         table[pos] = np.nonzero(hit)[0]
-        idx = table[tcodes]  # (runs, depth): row of the judged document, -1 otherwise
+        idx = table[codes[:, j, :]]  # (runs, depth): row of the judged document, -1 otherwise
         judged_here = idx >= 0
         safe = np.where(judged_here, idx, 0)
         binary = grades > 0
@@ -317,22 +312,39 @@ def evaluate_runs(
     {measure: value}}}}`` with topics in :func:`topic_sort_key` order."""
     check_measures(specs, qrels.kind, intent_probabilities is not None)
     families = {s.family for s in specs}
-    codes = runset.ordered_codes(order)
     topics = qrels.topics
     index = {t: i for i, t in enumerate(runset.topics)}
-    has = np.zeros((len(runset.tags), len(topics)), dtype=bool)
+    n_runs, depth = runset.codes.shape[0], runset.codes.shape[-1]
+    has = np.zeros((n_runs, len(topics)), dtype=bool)
     for j, t in enumerate(topics):
         if t in index:
             has[:, j] = runset.lengths[:, index[t]] > 0
     mask = np.ones_like(has) if complete else has
-    values: dict[str, np.ndarray] = {}
-    if "adhoc" in families:
-        values.update(_adhoc_values(runset, codes, qrels, topics, [s for s in specs if s.family == "adhoc"]))
-    if families & {"ndeval", "ntcir"}:
-        values.update(_diversity_values(
-            runset, codes, qrels, topics, [s for s in specs if s.family != "adhoc"], intent_probabilities
-        ))
     keys = [k for s in specs for k in s.keys]
+    values = {k: np.zeros((n_runs, len(topics))) for k in keys}
+    # a block of topics at a time keeps every temporary array small (about BLOCK entries)
+    block = max(1, BLOCK // max(1, n_runs * depth))
+    for start in range(0, len(topics), block):
+        names = topics[start:start + block]
+        positions = [index.get(t) for t in names]
+        present = [p for p in positions if p is not None]
+        ordered = runset.ordered_codes(order, present) if present else None
+        vocabs = [None if p is None else runset.vocab_index[p] for p in positions]
+        if len(present) == len(names):
+            codes = ordered
+        else:  # topics no run has: empty rankings
+            codes = np.full((n_runs, len(names), depth), PAD_CODE, dtype=np.int32)
+            if present:
+                codes[:, [j for j, p in enumerate(positions) if p is not None], :] = ordered
+        part: dict[str, np.ndarray] = {}
+        if "adhoc" in families:
+            part.update(_adhoc_values(codes, vocabs, qrels, names, [s for s in specs if s.family == "adhoc"]))
+        if families & {"ndeval", "ntcir"}:
+            part.update(_diversity_values(
+                codes, vocabs, qrels, names, [s for s in specs if s.family != "adhoc"], intent_probabilities
+            ))
+        for key, v in part.items():
+            values[key][:, start:start + len(names)] = v
     result = {}
     for r, tag in enumerate(runset.tags):
         chosen = np.nonzero(mask[r])[0]

@@ -132,17 +132,20 @@ class RunSet:
         return cls([t for t, _, _ in runs], [s for _, s, _ in runs], topics, vocab,
                    codes, scores, ranks, lengths, indexes)
 
-    def ordered_codes(self, order: str) -> np.ndarray:
-        """Codes of every ranking in evaluation order, ``(runs, topics, depth)``.
+    def ordered_codes(self, order: str, topics: Sequence[int] | None = None) -> np.ndarray:
+        """Codes of every ranking in evaluation order, ``(runs, topics, depth)``, for all
+        topics or for the topic positions ``topics``.
 
         ``trec_eval``: score descending, ties by docid descending (trec_eval's
         ``comp_sim_docno``; the rank column is ignored). ``rank``: the rank column ascending,
         as ndeval and NTCIREVAL read runs; a rank used twice in one topic is an error."""
         if order not in ORDERS:
             raise EvaluationInputError("--order", None, f"unknown order {order!r}; use one of {ORDERS}")
-        codes, valid = self.codes, self.codes != PAD_CODE
+        idx = np.arange(len(self.topics)) if topics is None else np.asarray(topics, dtype=np.int64)
+        codes = self.codes[:, idx, :]
+        valid = codes != PAD_CODE
         if order == "trec_eval":
-            s = self.scores
+            s = self.scores[:, idx, :]
             nxt = valid[..., 1:]
             if not bool(np.all((s[..., :-1] >= s[..., 1:]) | ~nxt)):
                 # not written by score: sort each ranking by score first (ties keep file order)
@@ -151,7 +154,7 @@ class RunSet:
                 codes = np.take_along_axis(codes, perm, axis=-1)
             out = _ties_by_docid_descending(codes, s)
         else:
-            k = self.ranks
+            k = self.ranks[:, idx, :]
             if bool(np.all((k[..., :-1] < k[..., 1:]) | ~valid[..., 1:])):
                 out = codes
             else:
@@ -159,13 +162,13 @@ class RunSet:
                 out = np.take_along_axis(codes, perm, axis=-1)
                 k = np.take_along_axis(k, perm, axis=-1)
             # after the sort, the documents of each ranking come first
-            filled = np.arange(codes.shape[-1]) < self.lengths[..., None]
+            filled = np.arange(codes.shape[-1]) < self.lengths[:, idx, None]
             dup = (k[..., :-1] == k[..., 1:]) & filled[..., 1:]
             if dup.any():
                 r, t, i = (int(x[0]) for x in np.nonzero(dup))
                 raise EvaluationInputError(
                     self.sources[r], None,
-                    f"rank {int(k[r, t, i])} appears twice for topic {self.topics[t]!r}; "
+                    f"rank {int(k[r, t, i])} appears twice for topic {self.topics[idx[t]]!r}; "
                     "--order rank needs distinct ranks",
                 )
         return out
@@ -180,18 +183,18 @@ def _ties_by_docid_descending(codes: np.ndarray, scores: np.ndarray) -> np.ndarr
     if not bool(np.any(tie & (codes[..., :-1] < codes[..., 1:]))):
         return codes
     depth = codes.shape[-1]
-    with_next = np.zeros(codes.shape, dtype=bool)  # tied with the next position
-    with_next[..., :-1] = tie
-    with_prev = np.zeros(codes.shape, dtype=bool)  # tied with the previous position
-    with_prev[..., 1:] = tie
-    flat_next, flat_prev = with_next.reshape(-1), with_prev.reshape(-1)
-    where = np.flatnonzero(flat_next | flat_prev)  # every position of a tie group
-    group = np.cumsum(~flat_prev[where], dtype=np.int64)
+    pairs = np.flatnonzero(tie)  # position i tied with i + 1, in (..., depth - 1) layout
+    first = pairs + pairs // (depth - 1)  # the same position in (..., depth) layout
+    mark = np.zeros(codes.size, dtype=np.int8)
+    mark[first] = 1  # tied with the next position
+    mark[first + 1] |= 2  # tied with the previous one
+    where = np.flatnonzero(mark)
+    group = np.cumsum((mark[where] & 2) == 0, dtype=np.int64)
     out = codes.reshape(-1).copy()
-    v = int(codes.max()) + 2
-    key = group * v + (v - 2 - out[where].astype(np.int64))
-    out[where] = out[where][np.argsort(key, kind="stable")]
-    assert depth == 0 or out.size % depth == 0
+    tied = out[where]
+    v = int(tied.max()) + 2
+    key = group * v + (v - 2 - tied.astype(np.int64))
+    out[where] = tied[np.argsort(key, kind="stable")]
     return out.reshape(codes.shape)
 
 

@@ -382,3 +382,22 @@ def test_rbo_test_defaults_to_one_value_per_topic(db):
     assert "anti-conservative" in pair["note"]
     out = json.loads(run("pool_analysis", "rbo", "--topic-set", "rb", "--test", "pair"))
     assert out["test"]["level"] == "pair"
+
+
+@pytest.mark.django_db
+def test_build_form_takes_a_collection_and_leaves_rbp_depth_to_the_rankings(
+        crowd_db, admin_client, django_capture_on_commit_callbacks):
+    data = {"topic_set": "cs", "sources": "users", "strategy": "rbp", "p": 0.9,
+            "budget_scope": "topic", "model": "bm25", "collection": "c1", "name": "form-rbp"}
+    with django_capture_on_commit_callbacks(execute=False):
+        response = admin_client.post(reverse("pooling:pool_build"), data)
+    assert response.status_code == 302
+    pool = Pool.objects.get(name="form-rbp")
+    assert (pool.depth, pool.model.name, pool.collection.name) == (3, "bm25", "c1")
+    bad = admin_client.post(reverse("pooling:pool_build"),
+                            {**data, "strategy": "depth", "name": "form-depth"})
+    assert bad.status_code == 400 and "give a depth" in bad.content.decode()
+    bad = admin_client.post(reverse("pooling:pool_build"),
+                            {**data, "model": "", "name": "form-any"})
+    assert bad.status_code == 400 and "more than one model (bm25, sdm)" in bad.content.decode()
+    assert Pool.objects.count() == 1

@@ -9,11 +9,16 @@ database against what the clients saw:
 - duplicated answers: more than one stored answer or variant for one worker and item;
 - quota: answers per statement above ``responses_per_statement`` (assignment is serialised,
   so the only allowance is answers in flight, which here is zero);
-- latency of the answer POST (p50/p95/p99, first submissions and repeats separately).
+- latency of the answer POST (p50/p95/p99, first submissions and repeats separately);
+- CPU per answer, read from /proc: the gunicorn workers, the PostgreSQL backends of the
+  scratch database and this client, with the answer rate those CPU costs allow on this
+  machine's cores (``cpu_bound_answers_per_second``). Other load on the machine slows
+  the wall-clock rate and latencies but hardly the CPU per answer, so compare versions
+  by CPU per answer when the machine is shared.
 
 Run from the repository root (PostgreSQL on 127.0.0.1:5432, Redis on 127.0.0.1:6379):
 
-    .venv/bin/python bench/crowd_load.py --workers 200 --gunicorn-workers 4
+    .venv/bin/python bench/crowd_load.py --workers 200 --gunicorn-workers 4 --json bench/out/crowd.json
 
 Everything targets 127.0.0.1; every loop is bounded in count and the run in time.
 The scratch database (default ``qv_bench``) is dropped and recreated on each run.
@@ -208,6 +213,56 @@ def recreate_database(pg: str, name: str):
         conn.execute(f"CREATE DATABASE {name}")
 
 
+# --- CPU accounting from /proc (Linux): what the server, database and client spent --------
+
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _proc_cpu(pid: int) -> float | None:
+    """User + system CPU seconds of one process, or None when it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / _TICK
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                out.append(int(stat.parent.name))
+        except (OSError, ValueError, IndexError):
+            continue
+    return out
+
+
+def cpu_snapshot(gunicorn_pid: int, database: str) -> dict[str, dict[int, float]]:
+    """CPU seconds so far of the gunicorn workers and of the PostgreSQL backends serving
+    ``database`` (the server runs on this machine; read as root or the same user)."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pid FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+                       [database])
+        backends = [pid for (pid,) in cursor.fetchall()]
+    snap = {"server": {}, "database": {}}
+    for kind, pids in (("server", _children(gunicorn_pid)), ("database", backends)):
+        for pid in pids:
+            cpu = _proc_cpu(pid)
+            if cpu is not None:
+                snap[kind][pid] = cpu
+    return snap
+
+
+def cpu_used(before: dict, after: dict) -> dict[str, float]:
+    """CPU seconds spent between two snapshots, per kind (processes new since ``before``
+    count from zero)."""
+    return {kind: round(sum(cpu - before[kind].get(pid, 0.0) for pid, cpu in after[kind].items()), 3)
+            for kind in after}
+
+
 def wait_ready(port: int, proc, limit_s: float = 30):
     t_end = time.monotonic() + limit_s
     while time.monotonic() < t_end:
@@ -232,7 +287,8 @@ def main(argv=None) -> int:
     env = dict(os.environ)
     env.update(
         DATABASE_URL=f"{args.pg}/{args.database}", CELERY_BROKER_URL=args.broker,
-        DEBUG="0", SECRET_KEY=secrets.token_urlsafe(32), ALLOWED_HOSTS=HOST, LOG_LEVEL="WARNING",
+        DEBUG="0", HTTPS="0", SECRET_KEY=secrets.token_urlsafe(32), ALLOWED_HOSTS=HOST,
+        LOG_LEVEL="WARNING",
         DJANGO_SETTINGS_MODULE="config.settings",
     )
     os.environ.update(env)
@@ -275,6 +331,8 @@ def main(argv=None) -> int:
     results = Results()
     try:
         wait_ready(args.port, proc)
+        cpu_before = cpu_snapshot(proc.pid, args.database)
+        client_cpu0 = time.process_time()
         t0 = time.monotonic()
         threads = [
             threading.Thread(target=simulate_worker, daemon=True,
@@ -287,6 +345,9 @@ def main(argv=None) -> int:
             t.join(timeout=max(0.0, deadline - time.monotonic()))
         wall = time.monotonic() - t0
         alive = sum(t.is_alive() for t in threads)
+        client_cpu = time.process_time() - client_cpu0
+        cpu = cpu_used(cpu_before, cpu_snapshot(proc.pid, args.database))
+        cpu["client"] = round(client_cpu, 3)
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         try:
@@ -344,6 +405,18 @@ def main(argv=None) -> int:
         "repeat_ms": {"n": len(results.repeat_ms), "p50": pct(results.repeat_ms, 50),
                       "p95": pct(results.repeat_ms, 95)},
         "submits_per_second": round(len(results.submit_ms) / wall, 1) if wall else None,
+        # CPU of the whole run (arrivals, consents, answers, repeats, pages) per answer
+        # acknowledged, from /proc: gunicorn workers, PostgreSQL backends, this client.
+        # 1000 * cores / total is the answer rate these cores could sustain if nothing
+        # else ran on them (other load on the machine slows the wall-clock numbers above).
+        "cpu_seconds": cpu,
+        "cpu_ms_per_answer": {k: round(1000 * v / max(1, len(acked)), 2) for k, v in cpu.items()},
+        "cpu_ms_per_answer_total": round(1000 * sum(cpu.values()) / max(1, len(acked)), 2),
+        "cores": os.cpu_count(),
+        "cpu_bound_answers_per_second": round(
+            1000 * (os.cpu_count() or 1) / (1000 * sum(cpu.values()) / max(1, len(acked))), 1)
+        if acked and sum(cpu.values()) else None,
+        "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
     }
     text = json.dumps(out, indent=2)
     print(text)

@@ -113,7 +113,9 @@ def study_entry(request, slug):
         )
     except services.StudyError as e:
         return render(request, "crowd/message.html", {"study": study, "message": str(e)}, status=403)
-    return _hold(redirect("crowd:study_next", slug=slug), slug, p)
+    # straight to where the worker is (one redirect fewer for a new arrival)
+    target = "crowd:study_consent" if p.status == Participant.STATUS_ARRIVED else "crowd:study_next"
+    return _hold(redirect(target, slug=slug), slug, p)
 
 
 @require_http_methods(["GET"])
@@ -136,7 +138,9 @@ def study_consent(request, slug):
         return redirect("crowd:study_next", slug=slug)
     form = ConsentForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        services.participant_consent(participant=p)
+        p = services.participant_consent(participant=p)
+        if p.status == Participant.STATUS_ACTIVE:  # items are numbered from 1
+            return redirect(_item_url(slug, 1))
         return redirect("crowd:study_next", slug=slug)
     return render(request, "crowd/consent.html", {"study": p.study, "form": form})
 

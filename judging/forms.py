@@ -8,12 +8,12 @@ REF_SALT = "judging.ref"
 MAX_REF_AGE = 7 * 24 * 3600  # a page left open for a week can still be submitted
 
 
-def ref_dumps(*, item_id: int | None = None, gold: tuple[str, str] | None = None,
-              submit_key: str, shown: float) -> str:
-    """The signed reference a judgment form carries: the item (or gold document), the
-    form's idempotency key and when the page was shown (server time). Compressed, so an
-    item and a gold document look alike."""
-    value = {"k": submit_key, "t": shown}
+def ref_dumps(*, task_id: int, item_id: int | None = None,
+              gold: tuple[str, str] | None = None, submit_key: str, shown: float) -> str:
+    """The signed reference a judgment form carries: the task, the item (or gold
+    document), the form's idempotency key and when the page was shown (server time).
+    Compressed, so an item and a gold document look alike."""
+    value = {"task": task_id, "k": submit_key, "t": shown}
     if gold is not None:
         value["g"] = list(gold)
     else:

@@ -21,6 +21,7 @@ import secrets
 import time
 
 from django.conf import settings
+from django.core import signing
 from django.contrib.auth.decorators import login_required, user_passes_test
 from django.core.cache import cache
 from django.http import Http404, HttpResponse
@@ -30,7 +31,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from . import labelfiles, selectors, services
 from .doctext import marked_segments, query_terms
-from .forms import CollectionForm, JudgmentForm, PublishForm, ref_dumps
+from .forms import CollectionForm, JudgmentForm, PublishForm, ref_dumps, ref_loads
 
 staff_required = user_passes_test(lambda u: u.is_active and u.is_staff)
 
@@ -120,16 +121,17 @@ def _seconds(ref: dict, js_seconds) -> float:
     return server
 
 
-def _submit(request, task, assessor: str, intents_for) -> tuple[bool, object]:
+def _submit(request, task, assessor: str, intents_for, *, crowd: bool = False
+            ) -> tuple[bool, object]:
     """Validate and record a posted judgment; ``(True, None)`` when recorded, else
     ``(False, form)`` to show again. ``intents_for(ref)`` gives the intents of the page."""
     ref_raw = request.POST.get("ref", "")
     try:
-        from .forms import ref_loads
-
         ref = ref_loads(ref_raw)
-    except Exception:
+    except signing.BadSignature:
         raise Http404("This page has expired; please open the task again.") from None
+    if ref.get("task") != task.pk or ("g" in ref and not crowd):
+        raise Http404("This form belongs to another page.")
     form = JudgmentForm(request.POST, intents=intents_for(ref), grades=task.scale_grades)
     if not form.is_valid():
         return False, form
@@ -166,8 +168,9 @@ def _item_intents(task):
     return intents_for
 
 
-def _new_ref(**kw) -> str:
-    return ref_dumps(submit_key=secrets.token_urlsafe(18), shown=time.time(), **kw)
+def _new_ref(task, **kw) -> str:
+    return ref_dumps(task_id=task.pk, submit_key=secrets.token_urlsafe(18), shown=time.time(),
+                     **kw)
 
 
 # --- assessors ----------------------------------------------------------------------------
@@ -207,8 +210,6 @@ def judge(request, name):
         if ok:
             return redirect("judging:judge", name=task.name)
         ref = request.POST["ref"]
-        from .forms import ref_loads
-
         item = selectors.task_item_get(task, ref_loads(ref)["i"])
         return render(request, "judging/judge.html", _page_context(
             task, user, topic_id=item.topic_id, docid=item.docid, form=form, ref=ref,
@@ -225,7 +226,7 @@ def judge(request, name):
         intents = task.topics.get(topic_id=item.topic_id).intents
         return render(request, "judging/judge.html", _page_context(
             task, user, topic_id=item.topic_id, docid=item.docid, intents=intents,
-            ref=_new_ref(item_id=item.pk), current=current,
+            ref=_new_ref(task, item_id=item.pk), current=current,
             back_url=_back_url(task, user, item.pk, recent), undo_item=item.pk))
     try:
         batch = services.batch_lease(task, user)
@@ -239,7 +240,7 @@ def judge(request, name):
     leased = batch[0]
     return render(request, "judging/judge.html", _page_context(
         task, user, topic_id=leased.topic_id, docid=leased.docid, intents=leased.intents,
-        ref=_new_ref(item_id=leased.item_id),
+        ref=_new_ref(task, item_id=leased.item_id),
         back_url=_back_url(task, user, None, recent)))
 
 
@@ -486,7 +487,7 @@ def crowd_judge(request, slug):
     name = _worker_name(p)
     study = task.study
     if request.method == "POST":
-        ok, form = _submit(request, task, name, _item_intents(task))
+        ok, form = _submit(request, task, name, _item_intents(task), crowd=True)
         if ok:
             return redirect("judging:crowd_judge", slug=slug)
         return render(request, "judging/crowd_message.html", {
@@ -499,7 +500,7 @@ def crowd_judge(request, slug):
     if gold is not None:
         intents = task.topics.get(topic_id=gold.topic_id).intents
         ctx = _page_context(task, name, topic_id=gold.topic_id, docid=gold.docid,
-                            intents=intents, ref=_new_ref(gold=(gold.topic_id, gold.docid)),
+                            intents=intents, ref=_new_ref(task, gold=(gold.topic_id, gold.docid)),
                             progress=False)
     else:
         try:
@@ -511,7 +512,7 @@ def crowd_judge(request, slug):
             return redirect("judging:crowd_done", slug=slug)
         leased = batch[0]
         ctx = _page_context(task, name, topic_id=leased.topic_id, docid=leased.docid,
-                            intents=leased.intents, ref=_new_ref(item_id=leased.item_id),
+                            intents=leased.intents, ref=_new_ref(task, item_id=leased.item_id),
                             progress=False)
     ctx.update(study=study, crowd=True, status=status,
                needed=task.crowd_judgments, keys={**ctx["keys"], "back": ""})

@@ -137,3 +137,11 @@ def test_every_form_needs_its_csrf_token(setup):
     assert worker.post(f"/judging/w/{crowd.study.slug}/consent/",
                        {"agree": "on"}).status_code == 403
     assert not Label.objects.exists()
+
+
+def test_a_form_is_bound_to_its_task(setup):
+    alice = signed_in(setup["users"]["carol"])
+    html = alice.get("/judging/tasks/c/").content.decode()
+    ref = re.search(r'name="ref" value="([^"]+)"', html).group(1)
+    r = alice.post("/judging/tasks/open/", {"ref": ref, "grade_0": "1", "action": "judge"})
+    assert r.status_code == 404 and not Label.objects.exists()

@@ -6,6 +6,7 @@ import io
 import json
 import socket
 import subprocess
+import time
 from datetime import timedelta
 
 import pytest
@@ -259,3 +260,23 @@ def test_docid_cache_full_starts_again_without_losing_ids(monkeypatch):
     third = services._vocabulary_ids({"a", "b", "c", "d", "e"})
     assert third["b"] == first["b"] and len(set(third.values())) == 5
     assert services._vocabulary_ids({"a"}) == {"a": first["a"]}  # a subset, not the cache
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_lease_is_renewed_while_the_work_runs(settings, monkeypatch):
+    settings.JOB_LEASE_SECONDS = 3  # renewed every second
+    woken = []
+    monkeypatch.setattr("pooling.services._pool_wake", woken.append)  # commits for real
+    ts = TopicSet.objects.create(name="lease")
+    pool = Pool.objects.create(name="lease", topic_set=ts, sources="systems", depth=10)
+    me = leases.claim(Pool, pool.pk)
+    first = Pool.objects.get(pk=pool.pk).lease_expires
+    with leases.renewing(Pool, pool.pk, me):
+        time.sleep(2.5)
+        renewed = Pool.objects.get(pk=pool.pk).lease_expires
+    assert renewed > first
+    assert not chunks_reconcile() and not pools_reconcile()  # a live holder keeps it
+    # past its lease without renewal, another host's holder loses it
+    Pool.objects.filter(pk=pool.pk).update(holder="elsewhere:1")
+    time.sleep(3.2)
+    assert pools_reconcile().requeued == [pool.pk] and woken == [pool.pk]

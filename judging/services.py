@@ -390,15 +390,19 @@ def _locked_assessor(task: JudgingTask, assessor: str) -> TaskAssessor:
 def leases_expire(task: JudgingTask, now: datetime | None = None) -> int:
     """Return leases past their expiry to the queue; the number returned. Rows another
     transaction holds are skipped (they are being judged or claimed right now)."""
-    now = now or timezone.now()
     with transaction.atomic():
-        ids = list(JudgingSlot.objects.select_for_update(skip_locked=True)
-                   .filter(task=task, state=JudgingSlot.LEASED, lease_expires__lt=now)
-                   .values_list("id", flat=True))
-        if not ids:
-            return 0
-        return JudgingSlot.objects.filter(id__in=ids, state=JudgingSlot.LEASED).update(
-            state=JudgingSlot.FREE, assessor=None, leased_at=None, lease_expires=None)
+        return _expire(task, now or timezone.now())
+
+
+def _expire(task: JudgingTask, now: datetime) -> int:
+    """:func:`leases_expire` inside the caller's transaction."""
+    ids = list(JudgingSlot.objects.select_for_update(skip_locked=True)
+               .filter(task=task, state=JudgingSlot.LEASED, lease_expires__lt=now)
+               .values_list("id", flat=True))
+    if not ids:
+        return 0
+    return JudgingSlot.objects.filter(id__in=ids, state=JudgingSlot.LEASED).update(
+        state=JudgingSlot.FREE, assessor=None, leased_at=None, lease_expires=None)
 
 
 def _leased_items(task: JudgingTask, slot_ids: list[int]) -> list[LeasedItem]:
@@ -421,7 +425,7 @@ def batch_lease(task: JudgingTask, assessor: str, *, now: datetime | None = None
     _check_assessor(task, assessor)
     now = now or timezone.now()
     with transaction.atomic():
-        leases_expire(task, now)
+        _expire(task, now)
         ta = _locked_assessor(task, assessor)
         live = list(JudgingSlot.objects.filter(
             task=task, assessor=assessor, state=JudgingSlot.LEASED, lease_expires__gt=now)

@@ -3,6 +3,7 @@
 ``topics``: topic sets, topics and query variants. ``studies``: the worker flow, progress
 and exports. Other apps import from here.
 """
+from crowd.naturalsort import natural_key
 from crowd.selectors.studies import (
     STUDY_EXPORT_FIELDS,
     ItemPage,
@@ -32,6 +33,7 @@ from crowd.selectors.topics import (
 )
 
 __all__ = [
+    "natural_key",  # the one topic-id order; every page listing topics sorts with it
     "STUDY_EXPORT_FIELDS", "ItemPage", "ItemRow", "VariantGroup", "participant_assignment_list",
     "participant_get_for_session", "participant_item_page", "participant_next_position", "study_export_rows",
     "study_get_by_slug", "study_item_load", "study_list", "study_progress",

@@ -15,6 +15,8 @@ from typing import Iterable
 
 import numpy as np
 
+from crowd.naturalsort import natural_key
+
 from . import growth, selectors
 from . import rbo as rbo_maths
 from . import stats
@@ -103,7 +105,7 @@ def pool_growth_analysis(
     or system runs. ``ordered`` adds them in their arrival order (answers collected here
     by answer time, imported answers by worker id; runs by name); ``random`` is the mean
     over ``orders`` random orders drawn from ``numpy.random.default_rng(seed)`` topic by
-    topic (in topic id order).
+    topic (in natural topic id order).
 
     ``curves[depth]``: for ``n = 1..max``, the number of topics with at least ``n``
     contributors and the mean pool size over those topics. ``fit[depth]``: the power law
@@ -130,7 +132,7 @@ def pool_growth_analysis(
         )
     keys = selectors.answer_keys(topic_set_name) if sources == Pool.SOURCES_USERS else {}
     ordered = _ordered_contributors(records, sources, keys)
-    topics = sorted(ordered)
+    topics = sorted(ordered, key=natural_key)
     counts = {t: len(ordered[t]) for t in topics}
     rng = np.random.default_rng(seed)
     perms = {t: [rng.permutation(counts[t]) for _ in range(orders)] for t in topics}
@@ -262,7 +264,8 @@ def _per_topic_means(user_rows: list[dict], system_rows: list[dict]) -> list[dic
         {"topic": t, "user_mean": float(np.mean(v["user"])),
          "system_mean": float(np.mean(v["system"])),
          "user_pairs": len(v["user"]), "system_pairs": len(v["system"])}
-        for t, v in sorted(by.items()) if v["user"] and v["system"]
+        for t, v in sorted(by.items(), key=lambda item: natural_key(item[0]))
+        if v["user"] and v["system"]
     ]
 
 
@@ -363,7 +366,7 @@ def rbo_analysis(
     rng = np.random.default_rng(seed)
     out: dict[str, list] = {"user": [], "system": []}
 
-    for topic_id in sorted(by_topic):
+    for topic_id in sorted(by_topic, key=natural_key):
         users = by_topic[topic_id]["user"]
         if reference == "titles":
             if topic_id in refs and users:

@@ -1,4 +1,7 @@
-"""Reads of pools and imported qrels, for views, commands and other apps."""
+"""Reads for views, commands, analyses and other apps: pools, imported qrels, the rankings
+that contribute to pools (remapped to dense docids in string order) and the arrival order
+of the answers behind them. Analyses that sample, fit or test are in :mod:`pooling.analysis`.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -6,6 +9,7 @@ from typing import Callable, Iterable, Iterator
 
 import numpy as np
 
+from crowd.naturalsort import natural_key
 from retrieval.selectors import docid_order, docid_strings, ranking_records
 
 from . import pools as pool_maths
@@ -73,29 +77,36 @@ def pool_get(ref) -> Pool:
 
 
 def pool_sizes(pool: Pool) -> dict[str, int]:
-    """Documents per topic, by topic id (one query; no arrays are read)."""
-    return dict(
-        PoolTopic.objects.filter(pool=pool).order_by("topic_id").values_list("topic_id", "size")
-    )
+    """Documents per topic, in natural topic id order (one query; no arrays are read)."""
+    rows = PoolTopic.objects.filter(pool=pool).values_list("topic_id", "size")
+    return dict(sorted(rows, key=lambda row: natural_key(row[0])))
+
+
+TOPIC_ROWS_BATCH = 50  # topic rows read together (each holds a few MB of arrays)
 
 
 def pool_topic_arrays(pool: Pool, topic_ids: Iterable[str] | None = None) -> Iterator[TopicArrays]:
-    """The decoded arrays of each topic of a pool, by topic id."""
+    """The decoded arrays of each topic of a pool, in natural topic id order.
+
+    Queries: one for the topic ids, then one per ``TOPIC_ROWS_BATCH`` topics."""
     qs = PoolTopic.objects.filter(pool=pool)
     if topic_ids is not None:
         qs = qs.filter(topic_id__in=[str(t) for t in topic_ids])
-    rows = qs.order_by("topic_id").values_list(
-        "topic_id", "docids", "weights", "min_rank", "users", "systems"
-    )
-    for topic_id, d, w, m, u, s in rows.iterator(chunk_size=50):
-        yield TopicArrays(
-            topic_id=topic_id,
-            docids=np.frombuffer(bytes(d), dtype=ID_DTYPE),
-            weights=np.frombuffer(bytes(w), dtype=WEIGHT_DTYPE),
-            min_rank=np.frombuffer(bytes(m), dtype=COUNT_DTYPE),
-            users=np.frombuffer(bytes(u), dtype=COUNT_DTYPE),
-            systems=np.frombuffer(bytes(s), dtype=COUNT_DTYPE),
-        )
+    ordered = sorted(qs.values_list("topic_id", flat=True), key=natural_key)
+    for start in range(0, len(ordered), TOPIC_ROWS_BATCH):
+        chunk = ordered[start : start + TOPIC_ROWS_BATCH]
+        rows = {row[0]: row for row in qs.filter(topic_id__in=chunk).values_list(
+            "topic_id", "docids", "weights", "min_rank", "users", "systems")}
+        for topic_id in chunk:
+            _, d, w, m, u, s = rows[topic_id]
+            yield TopicArrays(
+                topic_id=topic_id,
+                docids=np.frombuffer(bytes(d), dtype=ID_DTYPE),
+                weights=np.frombuffer(bytes(w), dtype=WEIGHT_DTYPE),
+                min_rank=np.frombuffer(bytes(m), dtype=COUNT_DTYPE),
+                users=np.frombuffer(bytes(u), dtype=COUNT_DTYPE),
+                systems=np.frombuffer(bytes(s), dtype=COUNT_DTYPE),
+            )
 
 
 STRINGS_BATCH = 200_000  # docids resolved to strings together (several small topics)
@@ -122,9 +133,10 @@ def _topics_with_strings(pool: Pool, topic_ids=None) -> Iterator[tuple[TopicArra
 
 
 def pool_documents(pool: Pool, topic_ids: Iterable[str] | None = None) -> Iterator[PooledDocument]:
-    """Every pooled document, topic by topic (topic id order), in priority order.
+    """Every pooled document, topic by topic (natural topic id order), in priority order.
 
-    Queries: one for the pool's topic rows (per 50 topics) plus one per 5,000 docids.
+    Queries: one for the topic ids, one for the topic rows per 50 topics, and the docid
+    reads (one per batch of topics when the ids fill their span).
     """
     for t, strings in _topics_with_strings(pool, topic_ids):
         for i in range(len(t.docids)):

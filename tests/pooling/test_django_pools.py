@@ -215,8 +215,8 @@ def test_rebuilding_replaces_the_stored_topics(rankings_db):
 def test_pool_documents_query_count_is_bounded(rankings_db, django_assert_max_num_queries):
     pool = build(sources="combined", depth=3)
     pool = selectors.pool_get(pool.id)
-    # one query for the topic rows, one docid lookup for all (small) topics together
-    with django_assert_max_num_queries(2):
+    # topic ids, the topic rows, one docid lookup for all (small) topics together
+    with django_assert_max_num_queries(3):
         docs = list(selectors.pool_documents(pool))
     assert len(docs) == pool.documents_count
     with django_assert_max_num_queries(1):
@@ -233,3 +233,18 @@ def test_pool_get_by_name_or_id(rankings_db):
     assert selectors.pool_get(other.id) == other
     with pytest.raises(ValueError, match="no pool"):
         selectors.pool_get("missing")
+
+
+@pytest.mark.django_db
+def test_pools_list_topics_in_natural_order(db):
+    ids = docids_ensure(["doc-a", "doc-b"])
+    ts, topics = make_topic_set("nat", ("10", "9", "1", "UQV.2", "UQV.10"))
+    run = Run.objects.create(kind=Run.KIND_SYSTEM, topic_set=ts, source="system", tag="s",
+                             status="done")
+    for topic in topics.values():
+        RunQuery.objects.create(run=run, topic=topic, label="s",
+                                ranking=make_ranking(ids, ["doc-a", "doc-b"]))
+    pool = build(topic_set_name="nat", sources="systems", depth=1)
+    natural = ["1", "9", "10", "UQV.2", "UQV.10"]
+    assert list(selectors.pool_sizes(pool)) == natural
+    assert [d.topic_id for d in selectors.pool_documents(pool)] == natural

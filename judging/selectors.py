@@ -273,47 +273,65 @@ def task_topic(task: JudgingTask, topic_id: str):
     return topic
 
 
-def document_query_texts(task: JudgingTask, topic_id: str, docid: str) -> list[str]:
-    """The texts of the queries whose rankings (among those that built the pool) retrieved
-    the document: user variants by their text, system runs by the topic's title."""
+def topic_query_texts(task: JudgingTask, topic_id: str) -> dict[str, list[str]]:
+    """``{docid: [query text, …]}`` for the documents of the rankings (among those that
+    built the pool, cut at its depth) of one topic: the queries that retrieved each —
+    user variants by their text, system runs by the topic's title."""
     from crowd.selectors import variant_groups
-    from retrieval.selectors import docid_ids, ranking_records
+    from retrieval.selectors import docid_strings, ranking_records
 
     pool = task.pool
     sources = {"users": ("user",), "systems": ("system",)}.get(pool.sources, ("user", "system"))
-    ids = docid_ids([docid])
-    if docid not in ids:
-        return []
-    want = ids[docid]
-    labels, system = set(), False
+    by_id: dict[int, set[str]] = defaultdict(set)
+    user_labels: set[str] = set()
     for r in ranking_records(pool.topic_set.name, sources=sources,
                              model_name=pool.model.name if pool.model_id else None,
                              collection_name=pool.collection.name if pool.collection_id else None,
                              topic_ids=[topic_id]):
-        if (r.docids[: pool.depth] == want).any():
-            if r.source == "user":
-                labels.add(r.label)
-            else:
-                system = True
-    texts = []
-    if labels:
-        texts = [g.normalised for g in variant_groups(pool.topic_set.name)
-                 if g.topic_id == topic_id and g.label in labels]
-    if system:
-        texts.append(task_topic(task, topic_id).title)
-    return texts
+        key = r.label if r.source == "user" else "\tsystem"
+        if r.source == "user":
+            user_labels.add(r.label)
+        for d in r.docids[: pool.depth].tolist():
+            by_id[d].add(key)
+    if not by_id:
+        return {}
+    texts = {"\tsystem": task_topic(task, topic_id).title}
+    if user_labels:
+        texts.update({g.label: g.normalised for g in variant_groups(pool.topic_set.name)
+                      if g.topic_id == topic_id and g.label in user_labels})
+    names = docid_strings(list(by_id))
+    return {names[d]: sorted(texts[k] for k in keys if texts.get(k))
+            for d, keys in by_id.items()}
 
 
-def task_topic_progress(task: JudgingTask, topic_id: str, *, now: datetime | None = None
-                        ) -> dict:
-    """:func:`task_progress`'s entry for one topic (one query over that topic's slots)."""
+def document_query_texts(task: JudgingTask, topic_id: str, docid: str) -> list[str]:
+    """The texts of the queries that retrieved the document (see :func:`topic_query_texts`)."""
+    return topic_query_texts(task, topic_id).get(docid, [])
+
+
+def task_progress_held(task: JudgingTask, topic_id: str | None = None, *,
+                       now: datetime | None = None) -> dict:
+    """:func:`task_progress`'s ``total`` (or, with ``topic_id``, that topic's entry), the
+    same numbers counted from the slots held (leased or done) only: the slots an item
+    has are known (items x K), so the cost grows with the judging done, not with the
+    task — the judging page shows it on every request of a 1,000,000-item task."""
+    from .models import TaskTopic
+
     now = now or timezone.now()
-    r = JudgingSlot.objects.filter(task=task, topic_id=topic_id).aggregate(
-        slots=Count("id"),
-        done=Count("id", filter=Q(state=JudgingSlot.DONE)),
-        leased=Count("id", filter=Q(state=JudgingSlot.LEASED, lease_expires__gt=now)))
-    return {"items": r["slots"] // task.redundancy, "slots": r["slots"], "done": r["done"],
-            "leased": r["leased"], "remaining": r["slots"] - r["done"] - r["leased"]}
+    if topic_id is None:
+        items = task.items_count
+    else:
+        items = (TaskTopic.objects.filter(task=task, topic_id=topic_id)
+                 .values_list("size", flat=True).first() or 0)
+    held = JudgingSlot.objects.filter(task=task, assessor__isnull=False)
+    if topic_id is not None:
+        held = held.filter(topic_id=topic_id)
+    r = held.aggregate(done=Count("id", filter=Q(state=JudgingSlot.DONE)),
+                       leased=Count("id", filter=Q(state=JudgingSlot.LEASED,
+                                                   lease_expires__gt=now)))
+    slots = items * task.redundancy
+    return {"items": items, "slots": slots, "done": r["done"], "leased": r["leased"],
+            "remaining": slots - r["done"] - r["leased"]}
 
 
 def assessor_item_labels(task: JudgingTask, assessor: str, item_id: int) -> dict | None:

@@ -38,8 +38,7 @@ staff_required = user_passes_test(lambda u: u.is_active and u.is_staff)
 NEXT_KEYS = ("n", "Enter")
 BACK_KEY = "b"
 CANNOT_KEY = "x"
-PROGRESS_CACHE_SLOTS = 100_000  # above this many slots the whole-task count is cached
-PROGRESS_CACHE_SECONDS = 10
+TOPIC_CACHE_SECONDS = 300  # a topic's statement, intents and query texts, per process
 
 
 # --- shared: one judging page and its submit ---------------------------------------------
@@ -50,14 +49,6 @@ def _task_or_404(name: str):
         return selectors.task_get(name)
     except ValueError:
         raise Http404("No such judging task.") from None
-
-
-def _task_progress(task):
-    if task.items_count * task.redundancy <= PROGRESS_CACHE_SLOTS:
-        return selectors.task_progress(task)["total"]
-    return cache.get_or_set(f"judging:progress:{task.pk}",
-                            lambda: selectors.task_progress(task)["total"],
-                            PROGRESS_CACHE_SECONDS)
 
 
 def _bar(entry: dict) -> dict:
@@ -74,15 +65,32 @@ def _keys(task) -> dict:
             "cannot": CANNOT_KEY if CANNOT_KEY not in used else ""}
 
 
+def _topic_key(task, topic_id: str, what: str) -> str:
+    return f"judging:{what}:{task.pk}:{task.created.timestamp()}:{topic_id}"
+
+
+def _topic_info(task, topic_id: str) -> dict:
+    """The topic's statement and intents and the query texts of its documents, cached
+    per process for a few minutes (they do not change while a task is judged)."""
+    def load():
+        topic = selectors.task_topic(task, topic_id)
+        return {"topic_id": topic.topic_id, "title": topic.title,
+                "description": topic.description, "narrative": topic.narrative,
+                "statements": [s.text for s in topic.statements.all()],
+                "intents": {i.intent_id: i.description for i in topic.intents.all()},
+                "queries": selectors.topic_query_texts(task, topic_id)}
+    return cache.get_or_set(_topic_key(task, topic_id, "topic"), load, TOPIC_CACHE_SECONDS)
+
+
 def _page_context(task, assessor: str, *, topic_id: str, docid: str, intents, ref: str,
                   form=None, current: dict | None = None, back_url: str = "",
                   undo_item: int | None = None, progress: bool = True) -> dict:
-    topic = selectors.task_topic(task, topic_id)
+    topic = _topic_info(task, topic_id)
     intent_rows = []
-    descriptions = {i.intent_id: i.description for i in topic.intents.all()}
     for n, intent in enumerate(intents):
         chosen = (current or {}).get("grades", {}).get(intent)
-        intent_rows.append({"n": n, "intent": intent, "description": descriptions.get(intent, ""),
+        intent_rows.append({"n": n, "intent": intent,
+                            "description": topic["intents"].get(intent, ""),
                             "chosen": None if chosen is None else str(chosen)})
     if form is None:
         form = JudgmentForm(initial={"ref": ref, "rationale": (current or {}).get("rationale", ""),
@@ -92,7 +100,7 @@ def _page_context(task, assessor: str, *, topic_id: str, docid: str, intents, re
     title, paragraphs = "", []
     try:
         doc = selectors.task_document(task, docid)
-        terms = query_terms(selectors.document_query_texts(task, topic_id, docid))
+        terms = query_terms(topic["queries"].get(docid, []))
         title = marked_segments(doc.title, terms)
         paragraphs = [marked_segments(p, terms) for p in doc.paragraphs]
     except ValueError as exc:
@@ -103,11 +111,11 @@ def _page_context(task, assessor: str, *, topic_id: str, docid: str, intents, re
         "grades": task.scale_grades, "keys": _keys(task), "doc_title": title,
         "paragraphs": paragraphs, "document_error": document_error, "current": current,
         "back_url": back_url, "undo_item": undo_item,
-        "statements": [s.text for s in topic.statements.all()],
+        "statements": topic["statements"],
     }
     if progress:
-        ctx["topic_progress"] = _bar(selectors.task_topic_progress(task, topic_id))
-        ctx["task_progress"] = _bar(_task_progress(task))
+        ctx["topic_progress"] = _bar(selectors.task_progress_held(task, topic_id))
+        ctx["task_progress"] = _bar(selectors.task_progress_held(task))
         ctx["mine"] = selectors.assessor_progress(task, assessor)
     return ctx
 
@@ -282,7 +290,8 @@ def undo(request, name):
 @staff_required
 @require_http_methods(["GET"])
 def manage_list(request):
-    rows = [{"task": t, "progress": _task_progress(t)} for t in selectors.task_list()]
+    rows = [{"task": t, "progress": selectors.task_progress_held(t)}
+            for t in selectors.task_list()]
     return render(request, "judging/manage_list.html", {"rows": rows})
 
 

@@ -175,3 +175,22 @@ def test_a_pool_without_collection_says_so(pool, alice):
     services.judging_task_create(pool=pool, name="t", mode="topic", assessors=["alice"])
     html = alice.get("/judging/tasks/t/").content.decode()
     assert 'id="document-error"' in html and "choose the collection" in html
+
+
+def test_progress_from_held_slots_equals_the_full_count(pool):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    task = services.judging_task_create(pool=pool, name="p", mode="topic", redundancy=2,
+                                        batch=2, lease_minutes=1)
+    a = services.batch_lease(task, "a")
+    services.judgment_submit(task, "a", a[0].item_id, {"": 1}, submit_key="k1")
+    services.batch_lease(task, "b")
+    services.batch_lease(task, "c", now=timezone.now() - timedelta(minutes=5))  # expired
+    for now in (None, timezone.now() + timedelta(minutes=2)):
+        full = selectors.task_progress(task, now=now)
+        assert selectors.task_progress_held(task, now=now) == full["total"]
+        for topic, entry in full["topics"].items():
+            assert selectors.task_progress_held(task, topic, now=now) == entry
+    assert full["total"]["done"] == 1 and full["total"]["leased"] == 0

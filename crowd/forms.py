@@ -29,6 +29,3 @@ class AnswerForm(forms.Form):
             else:
                 self.fields["estimate"] = forms.CharField(label=question, max_length=50)
 
-
-class ExportFormatForm(forms.Form):
-    format = forms.ChoiceField(choices=[("tsv", "TSV"), ("csv", "CSV"), ("json", "JSON")])

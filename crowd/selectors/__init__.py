@@ -8,7 +8,6 @@ from crowd.selectors.studies import (
     STUDY_EXPORT_FIELDS,
     ItemPage,
     ItemRow,
-    participant_assignment_list,
     participant_get_for_session,
     participant_item_page,
     participant_next_position,
@@ -34,9 +33,9 @@ from crowd.selectors.topics import (
 
 __all__ = [
     "natural_key",  # the one topic-id order; every page listing topics sorts with it
-    "STUDY_EXPORT_FIELDS", "ItemPage", "ItemRow", "VariantGroup", "participant_assignment_list",
-    "participant_get_for_session", "participant_item_page", "participant_next_position", "study_export_rows",
-    "study_get_by_slug", "study_item_load", "study_list", "study_progress",
-    "study_variant_summary", "topic_list", "topic_set_list", "topic_summary_list", "topic_set_get", "variant_groups", "variant_label",
-    "variant_list", "variant_list_by_topic", "variant_stats",
+    "STUDY_EXPORT_FIELDS", "ItemPage", "ItemRow", "VariantGroup",
+    "participant_get_for_session", "participant_item_page", "participant_next_position",
+    "study_export_rows", "study_get_by_slug", "study_item_load", "study_list", "study_progress",
+    "study_variant_summary", "topic_list", "topic_set_get", "topic_set_list", "topic_summary_list",
+    "variant_groups", "variant_label", "variant_list", "variant_list_by_topic", "variant_stats",
 ]

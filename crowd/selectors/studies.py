@@ -27,15 +27,6 @@ def participant_get_for_session(*, slug: str, participant_id, token: str) -> Par
     )
 
 
-def participant_assignment_list(participant: Participant) -> list[Assignment]:
-    """The participant's items in presentation order, each with its response if any."""
-    return list(
-        Assignment.objects.filter(participant=participant)
-        .select_related("item__statement", "response")
-        .order_by("position")
-    )
-
-
 @dataclass(frozen=True)
 class ItemRow:
     """One of a worker's items as the item page needs it."""

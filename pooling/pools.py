@@ -408,8 +408,13 @@ def _priority_order(docids: np.ndarray, w: np.ndarray) -> np.ndarray:
 
 
 def _depth_order(pool: TopicPool) -> np.ndarray:
-    """Indices sorting by ``(min_rank, -weight, docid)``."""
-    return np.lexsort((pool.docids, -pool.weights, pool.min_rank))
+    """Indices sorting by ``(min_rank, -weight, docid)``: the ``(-weight, docid)`` order,
+    then a stable sort by shallowest rank (a radix sort when ranks fit in 16 bits)."""
+    order = _priority_order(pool.docids, pool.weights)
+    ranks = pool.min_rank[order]
+    if ranks.size and int(ranks.max()) < (1 << 16):
+        ranks = ranks.astype(np.uint16)
+    return order[np.argsort(ranks, kind="stable")]
 
 
 def _take(pool: TopicPool, ix: np.ndarray) -> TopicPool:

@@ -1,0 +1,388 @@
+"""The demo: a small test collection built end to end with simulated people.
+
+Everything goes through the services the pages and commands use. Simulated rows are
+labelled as such: the study is named ``<name>: SIMULATED workers``, its workers have ids
+``sim-01``…, the assessor is ``sim-assessor`` and the judging task is
+``<name>-simulated-judging``. Query variants follow :mod:`crowd.simulated`.
+
+Steps: index the collection, import topics (statements) and qrels, fill a study with
+simulated workers, retrieve titles and variants with BM25 and SDM through the Celery
+worker, keep the title runs as system runs, build user/system/combined pools, create a
+judging task and judge part of it from the collection's qrels, evaluate.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from django.conf import settings
+from django.db import connection
+from django.urls import reverse
+
+STEPS = 9
+MEASURES = "AP P@10 nDCG@10"
+MODELS = ("bm25", "sdm")
+
+
+class DemoError(RuntimeError):
+    """The demo cannot go on; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class DemoSource:
+    """Raw files of a collection: documents (SMART), topics (SMART), TREC qrels."""
+
+    docs: Path
+    topics: Path
+    qrels: Path
+    qrels_format: str  # "trec" (topic iter docid rel) or "smart" (topic docid 0 0)
+
+
+@dataclass
+class DemoResult:
+    collection: str = ""
+    topic_set: str = ""
+    study_id: int = 0
+    variants: int = 0
+    run_ids: dict = field(default_factory=dict)   # "bm25-titles" -> run id
+    system_tags: list = field(default_factory=list)
+    pools: dict = field(default_factory=dict)     # sources -> pool id
+    task: str = ""
+    judged: int = 0
+    items: int = 0
+    evaluation: dict = field(default_factory=dict)  # tag -> {measure: mean}
+    urls: list = field(default_factory=list)
+
+
+def source_from_dir(path: str | Path) -> DemoSource:
+    """The CACM files of a directory: ``cacm.all``, ``query.text`` and ``cacm.qrels``
+    (TREC) or ``qrels.text`` (SMART)."""
+    d = Path(path)
+    if not d.is_dir():
+        raise DemoError(f"--from {d}: not a directory (give the folder with cacm.all, "
+                        "query.text and qrels.text)")
+    docs, topics = d / "cacm.all", d / "query.text"
+    missing = [p.name for p in (docs, topics) if not p.is_file()]
+    qrels = next((p for p in (d / "cacm.qrels", d / "qrels.text") if p.is_file()), None)
+    if qrels is None:
+        missing.append("cacm.qrels or qrels.text")
+    if missing:
+        raise DemoError(f"--from {d}: missing {', '.join(missing)} (the CACM files: "
+                        "cacm.all, query.text, qrels.text)")
+    return DemoSource(docs, topics, qrels, "trec" if qrels.name == "cacm.qrels" else "smart")
+
+
+def source_fetch(work: Path) -> DemoSource:
+    """CACM through ``ir_datasets`` (which downloads it once into its own cache), written
+    out as the raw files :func:`source_from_dir` reads."""
+    try:
+        import ir_datasets
+    except ImportError:
+        raise DemoError("no --from PATH given and the ir_datasets package is not installed: "
+                        "pass --from DIR with CACM's cacm.all, query.text and qrels.text, or "
+                        "install ir_datasets to fetch CACM") from None
+    try:
+        ds = ir_datasets.load("cacm")
+        docs, topics, qrels = work / "cacm.all", work / "query.text", work / "cacm.qrels"
+        with open(docs, "w", encoding="utf-8") as f:
+            for doc in ds.docs_iter():
+                f.write(f".I {doc.doc_id}\n.T\n{doc.title}\n.W\n{doc.text}\n")
+        with open(topics, "w", encoding="utf-8") as f:
+            for q in ds.queries_iter():
+                f.write(f".I {q.query_id}\n.W\n{q.text}\n")
+        with open(qrels, "w", encoding="utf-8") as f:
+            for r in ds.qrels_iter():
+                f.write(f"{r.query_id} 0 {r.doc_id} {r.relevance}\n")
+    except Exception as exc:  # network or cache failures of the third-party fetch
+        raise DemoError(f"could not fetch CACM with ir_datasets ({exc}); pass --from DIR "
+                        "with cacm.all, query.text and qrels.text") from None
+    return DemoSource(docs, topics, qrels, "trec")
+
+
+def _qrels_rows(src: DemoSource, work: Path) -> tuple[Path, dict[str, dict[str, int]]]:
+    """A TREC qrels file of the source (SMART qrels list relevant pairs: grade 1) and
+    ``{topic: {docid: grade}}`` with topic ids without leading zeros."""
+    from pooling.qrelsio import read_qrels
+
+    path = src.qrels
+    if src.qrels_format == "smart":
+        path = work / "qrels.trec"
+        lines = []
+        for n, line in enumerate(src.qrels.read_text(encoding="utf-8").splitlines(), 1):
+            parts = line.split()
+            if not parts:
+                continue
+            if len(parts) != 4:
+                raise DemoError(f"{src.qrels}, line {n}: expected 'topic docid 0 0'")
+            lines.append(f"{parts[0]} 0 {parts[1]} 1\n")
+        path.write_text("".join(lines), encoding="utf-8")
+    judgments: dict[str, dict[str, int]] = {}
+    for _, r in read_qrels(path, "adhoc", id_map="strip-zeros"):
+        judgments.setdefault(r.topic_id, {})[r.docid] = r.rel
+    return path, judgments
+
+
+def worker_env() -> dict[str, str]:
+    """The environment of a worker on this process's database, broker, queue and indexes."""
+    from config.celery_app import app
+
+    db = connection.settings_dict
+    if connection.vendor == "postgresql":
+        auth = db["USER"] + (f":{db['PASSWORD']}" if db.get("PASSWORD") else "")
+        url = f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+    elif connection.vendor == "sqlite":
+        url = f"sqlite:///{db['NAME']}"
+    else:
+        raise DemoError(f"cannot start a worker for a {connection.vendor} database; start one "
+                        "yourself (celery -A config worker) and pass --no-worker")
+    return dict(os.environ, DATABASE_URL=url, CELERY_BROKER_URL=str(app.conf.broker_url),
+                CELERY_TASK_DEFAULT_QUEUE=str(app.conf.task_default_queue),
+                INDEX_ROOT=str(settings.INDEX_ROOT), DATA_DIR=str(settings.DATA_DIR),
+                DJANGO_SETTINGS_MODULE="config.settings")
+
+
+def worker_start() -> subprocess.Popen:
+    """``celery -A config worker`` (2 processes) on the configured broker and queue; its
+    own process group, so :func:`worker_stop` stops it and its children."""
+    from config.celery_app import app
+
+    celery = str(Path(sys.executable).with_name("celery"))
+    log = tempfile.TemporaryFile()
+    return subprocess.Popen(
+        [celery, "-A", "config", "worker", "-c", "2", "-Q", str(app.conf.task_default_queue),
+         "--without-gossip", "--without-mingle", "--without-heartbeat", "-l", "WARNING"],
+        cwd=settings.BASE_DIR, env=worker_env(), stdout=log, stderr=subprocess.STDOUT,
+        start_new_session=True)
+
+
+def worker_stop(proc: subprocess.Popen) -> None:
+    import signal
+
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def worker_output(proc: subprocess.Popen) -> str:
+    if proc.stdout is None:
+        return ""
+    proc.stdout.seek(0)
+    return proc.stdout.read().decode(errors="replace")[-3000:]
+
+
+def _wait_runs(run_ids: list[int], say, timeout: float, worker: subprocess.Popen | None) -> None:
+    from retrieval.models import Run
+
+    deadline = time.monotonic() + timeout
+    last = None
+    while True:
+        runs = list(Run.objects.filter(id__in=run_ids).order_by("id"))
+        line = "; ".join(f"run {r.id} {r.model.name}/{r.source} {r.status} "
+                         f"{r.completed}/{r.total}" for r in runs)
+        if line != last:
+            say(f"      {line}")
+            last = line
+        failed = [r for r in runs if r.status == "failed"]
+        if failed:
+            raise DemoError("; ".join(f"run {r.id} failed: {r.error}" for r in failed))
+        if all(r.status == "done" for r in runs):
+            return
+        if worker is not None and worker.poll() is not None:
+            raise DemoError("the Celery worker the demo started exited:\n" + worker_output(worker))
+        if time.monotonic() > deadline:
+            raise DemoError(f"retrieval not done after {timeout:.0f} s; is a Celery worker "
+                            "running on this broker? (celery -A config worker, or run the "
+                            "demo without --no-worker)")
+        time.sleep(0.5)
+
+
+def demo_run(src: DemoSource, *, name: str = "demo", topics: int = 10, workers: int = 5,
+             depth: int = 100, pool_depth: int = 10, judge_fraction: float = 0.5,
+             seed: int = 42, base_url: str = "http://127.0.0.1:8000",
+             worker: subprocess.Popen | None = None, timeout: float = 600,
+             progress: Callable[[str], None] | None = None) -> DemoResult:
+    """Build the demo collection under ``name`` (collection, topic set, qrels, study,
+    runs, pools and judging task are all named after it). ``worker`` is the worker
+    process the caller started, watched while waiting (None: a worker runs elsewhere)."""
+    from crowd.models import Participant, QueryVariant
+    from crowd.services import studies as study_services
+    from crowd.services.topics import topics_import
+    from crowd.simulated import simulated_query
+    from crowd.topicfiles import read_topics
+    from evaluation.evaluate_selectors import judgment_set_qrels, stored_runs
+    from evaluation.measures import RunSet, evaluate_runs, parse_measures
+    from judging import services as judging_services
+    from pooling import services as pooling_services
+    from pooling.models import Pool
+    from retrieval import services as retrieval_services
+    from retrieval.selectors import run_rankings
+    from retrieval.trecrun import write_run
+
+    say = progress or (lambda msg: None)
+    if not 1 <= workers <= 99:
+        raise DemoError("workers must be between 1 and 99")
+    if not 0 < judge_fraction <= 1:
+        raise DemoError("the judged fraction must be in (0, 1]")
+    result = DemoResult(collection=name, topic_set=name)
+    with tempfile.TemporaryDirectory(prefix="demo-") as tmp:
+        work = Path(tmp)
+        qrels_path, qrels = _qrels_rows(src, work)
+
+        say(f"[1/{STEPS}] indexing {src.docs.name} as collection {name!r}")
+        try:
+            collection = retrieval_services.collection_import(
+                name, src.docs, "smart", progress=lambda m: say(f"      {m}"))
+        except retrieval_services.RetrievalError as exc:
+            raise DemoError(f"{exc} (choose another --name for a fresh demo)") from None
+        say(f"      {collection.doc_count} documents indexed")
+
+        say(f"[2/{STEPS}] importing topics with statements and qrels")
+        records = [r for r in read_topics(src.topics, "smart") if qrels.get(r.topic_id)]
+        records.sort(key=lambda r: (len(r.topic_id), r.topic_id))
+        records = records[:topics]
+        if not records:
+            raise DemoError(f"{src.topics}: no topic has judgments in {src.qrels}")
+        topics_import(name, records)
+        chosen = {r.topic_id for r in records}
+        topic_qrels = {t: qrels[t] for t in chosen}
+        qrels_file = work / "demo.qrels"
+        qrels_file.write_text("".join(f"{t} 0 {d} {g}\n" for t in sorted(topic_qrels)
+                                      for d, g in sorted(topic_qrels[t].items())))
+        pooling_services.qrels_import(qrels_file, format="adhoc", name=f"{name}-qrels",
+                                      topic_set_name=name)
+        say(f"      {len(records)} topics, {sum(len(v) for v in topic_qrels.values())} "
+            "judgments from the collection's qrels")
+
+        say(f"[3/{STEPS}] a study answered by {workers} SIMULATED workers (seed {seed})")
+        from crowd.selectors import topic_set_get
+
+        study = study_services.study_create(
+            topic_set=topic_set_get(name), name=f"{name}: SIMULATED workers",
+            title="Simulated demo study",
+            consent_text="Simulated demo: no person takes part; answers are generated.",
+            completion_code="SIMULATED", responses_per_statement=workers,
+            statements_per_worker=len(records), min_seconds_per_answer=0,
+            instructions="SIMULATED: the answers of this study were generated by the demo.")
+        result.study_id = study.pk
+        for w in range(1, workers + 1):
+            worker_id = f"sim-{w:02d}"
+            p = study_services.participant_arrive(
+                study=study, platform=Participant.PLATFORM_ACCOUNT, worker_id=worker_id)
+            p = study_services.participant_consent(participant=p, seed=seed * 1000 + w)
+            for a in p.assignments.select_related("item__statement__topic").order_by("position"):
+                statement = a.item.statement
+                for attempt in range(20):
+                    raw = simulated_query(statement.text, seed=seed, worker=worker_id,
+                                          topic=statement.topic.topic_id, attempt=attempt)
+                    r = study_services.response_submit(participant_id=p.pk,
+                                                       position=a.position, raw=raw)
+                    if r.accepted:
+                        break
+                else:
+                    raise DemoError(f"topic {statement.topic.topic_id}: no simulated answer "
+                                    f"of {worker_id} was accepted in 20 attempts")
+            say(f"      {worker_id}: {p.assignments.count()} answers")
+        result.variants = QueryVariant.objects.filter(topic__topic_set__name=name).count()
+        say(f"      {result.variants} query variants")
+
+        say(f"[4/{STEPS}] retrieval with {' and '.join(MODELS)} at depth {depth} through the "
+            "Celery worker")
+        runs = []
+        for model in MODELS:
+            for source in ("titles", "variants"):
+                run = retrieval_services.run_create(
+                    topic_set_name=name, collection_name=name, model_name=model,
+                    depth=depth, source=source)
+                result.run_ids[f"{model}-{source}"] = run.id
+                runs.append(run)
+                say(f"      run {run.id} {model}/{source}: {run.total} queries, "
+                    f"{run.tasks_total} task(s) queued")
+        _wait_runs([r.id for r in runs], say, timeout, worker)
+
+        say(f"[5/{STEPS}] the title runs become the system runs")
+        from retrieval.models import Run
+
+        for model in MODELS:
+            run = Run.objects.get(pk=result.run_ids[f"{model}-titles"])
+            path = work / f"{model}.run"
+            with open(path, "w", encoding="utf-8") as f:
+                n = write_run(f, run_rankings(run), f"{name}-{model}")
+            sysrun = retrieval_services.system_run_import(path, topic_set_name=name,
+                                                          tag=f"{name}-{model}")
+            result.system_tags.append(sysrun.tag)
+            say(f"      system run {sysrun.tag}: {n} lines")
+
+        say(f"[6/{STEPS}] pools of depth {pool_depth}: users (bm25), systems, combined")
+        for sources in (Pool.SOURCES_USERS, Pool.SOURCES_SYSTEMS, Pool.SOURCES_COMBINED):
+            pool = pooling_services.pool_create(
+                topic_set_name=name, sources=sources, depth=pool_depth, model_name="bm25",
+                collection_name=name, name=f"{name}-{sources}")
+            pooling_services.pool_build(pool.id)
+            pool.refresh_from_db()
+            if pool.status != "done":
+                raise DemoError(f"pool {pool.label} is {pool.status}: {pool.error}")
+            result.pools[sources] = pool.id
+            from pooling.selectors import pool_sizes
+
+            sizes = pool_sizes(pool)
+            say(f"      pool {pool.label}: {sum(sizes.values())} documents over "
+                f"{len(sizes)} topics")
+
+        say(f"[7/{STEPS}] a judging task over the combined pool")
+        combined = Pool.objects.get(pk=result.pools[Pool.SOURCES_COMBINED])
+        task = judging_services.judging_task_create(
+            pool=combined, name=f"{name}-simulated-judging", mode="topic", scale="binary",
+            batch=10)
+        result.task, result.items = task.name, task.items_count
+        say(f"      task {task.name}: {task.items_count} documents to judge")
+
+        want = max(1, round(task.items_count * judge_fraction))
+        say(f"[8/{STEPS}] the SIMULATED assessor sim-assessor judges {want} of them from the "
+            "collection's qrels (unjudged there: not relevant)")
+        while result.judged < want:
+            batch = judging_services.batch_lease(task, "sim-assessor")
+            if not batch:
+                break
+            for item in batch:
+                if result.judged >= want:
+                    break
+                grade = 1 if topic_qrels.get(item.topic_id, {}).get(item.docid, 0) > 0 else 0
+                judging_services.judgment_submit(
+                    task, "sim-assessor", item.item_id, {i: grade for i in item.intents},
+                    submit_key=f"sim-{item.slot_id}")
+                result.judged += 1
+                if result.judged % 50 == 0 or result.judged == want:
+                    say(f"      {result.judged}/{want} judged")
+
+        say(f"[9/{STEPS}] evaluating the system runs ({MEASURES}) on the demo's judgments")
+        specs = parse_measures(MEASURES)
+        runset = RunSet.from_rankings(stored_runs(topic_set=name, tags=result.system_tags))
+        judged = judgment_set_qrels(task.judgment_set.name, "adhoc")
+        scores = evaluate_runs(runset, judged, specs)
+        for tag, r in scores.items():
+            result.evaluation[tag] = dict(r["mean"])
+            say("      " + tag + ": " + ", ".join(f"{k} {v:.4f}" for k, v in r["mean"].items()))
+
+    base = base_url.rstrip("/")
+    result.urls = [
+        ("study (simulated workers)", reverse("crowd:study_progress", args=[result.study_id])),
+        ("variants", reverse("crowd:study_variants", args=[result.study_id])),
+        *((f"run {k}", reverse("retrieval:run_detail", args=[v]))
+          for k, v in result.run_ids.items()),
+        *((f"pool {k}", reverse("pooling:pool_detail", args=[f"{name}-{k}"]))
+          for k in result.pools),
+        ("qrels", reverse("pooling:qrels_detail", args=[f"{name}-qrels"])),
+        ("judging task", reverse("judging:manage_task", args=[result.task])),
+    ]
+    result.urls = [(label, base + path) for label, path in result.urls]
+    return result

@@ -5,13 +5,14 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from common.fileio import OutputError, atomic_output
+from common.manifest_command import ManifestMixin
 from crowd.models import TopicSet
 from crowd.selectors import STUDY_EXPORT_FIELDS as COLUMNS  # one set of export columns
 from crowd.selectors import variant_groups, variant_list_by_topic
 from crowd.spreadsheet import spreadsheet_row
 
 
-class Command(BaseCommand):
+class Command(ManifestMixin, BaseCommand):
     help = (
         "Export the query variants of a topic set. tsv/csv/json: one row per stored "
         "answer with columns topic, variant_id, worker, raw, normalised, count, estimate, "

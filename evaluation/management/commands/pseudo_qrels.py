@@ -4,6 +4,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from common.manifest_command import ManifestMixin
 from evaluation import pseudoqrels
 
 
@@ -45,7 +46,7 @@ def _documents(path: str) -> dict[str, str]:
     return docs
 
 
-class Command(BaseCommand):
+class Command(ManifestMixin, BaseCommand):
     help = ("Pseudo-qrels (Sakai, Dou & Clarke 2013): each subtopic string without its topic "
             "string is counted in every pooled document; level = max(0, floor(ln(count) + 1)). "
             "Writes diversity qrels (topic intent docid level).")

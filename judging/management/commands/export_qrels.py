@@ -2,10 +2,11 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from common.fileio import atomic_output
+from common.manifest_command import ManifestMixin
 from judging import labelfiles, selectors
 
 
-class Command(BaseCommand):
+class Command(ManifestMixin, BaseCommand):
     help = (
         "Write a judgment set as qrels: diversity 'topic intent docid grade'; ndeval (junk "
         "as 0, intents with no relevant document dropped); adhoc 'topic 0 docid grade' (the "

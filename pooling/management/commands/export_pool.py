@@ -6,6 +6,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from common.fileio import OutputError, atomic_output
+from common.manifest_command import ManifestMixin
 from pooling import selectors
 
 
@@ -13,7 +14,7 @@ def _weight(w: float) -> str:
     return repr(float(w))
 
 
-class Command(BaseCommand):
+class Command(ManifestMixin, BaseCommand):
     help = (
         "Write every pooled document, topic by topic, in priority order. Formats: "
         "txt = 'topic docid weight min_rank users systems' (space separated); "

@@ -14,10 +14,11 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from common.fileio import OutputError, atomic_output
+from common.manifest_command import ManifestMixin
 from pooling import analysis, selectors
 
 
-class Command(BaseCommand):
+class Command(ManifestMixin, BaseCommand):
     help = (
         "Pool analyses: sizes, growth (answers and system runs, power-law exponent with R² "
         "and per-topic exponents), rank-biased overlap with a one-sided test (Wilcoxon "

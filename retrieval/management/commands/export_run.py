@@ -3,11 +3,12 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from common.fileio import atomic_output
+from common.manifest_command import ManifestMixin
 from retrieval.selectors import run_find, run_rankings
 from retrieval.trecrun import write_run
 
 
-class Command(BaseCommand):
+class Command(ManifestMixin, BaseCommand):
     help = (
         "Write a run in TREC format. Query ids: the topic id for title, description and "
         "system runs; '<topic id>:<variant label>' for variant runs (one line group per "

@@ -1,0 +1,150 @@
+"""What every app's API shares: who may do what, bounded pages, errors as 400/404, and the
+error responses written into the OpenAPI schema.
+
+Reads need an authenticated account (a token, or a signed-in browser session); writes need
+a staff (organiser) account. Services raise ``ValueError`` with a sentence a user can act
+on; :func:`service_call` turns it into a 400 naming the field when the message names one.
+"""
+from __future__ import annotations
+
+from typing import Callable, TypeVar
+
+from django.http import Http404
+from rest_framework import pagination, permissions, serializers
+from rest_framework.exceptions import ValidationError
+
+T = TypeVar("T")
+
+MAX_PAGE_SIZE = 500
+
+
+class ReadAuthenticatedWriteStaff(permissions.BasePermission):
+    """Anyone signed in may read; only staff (organisers) may write."""
+
+    message = "writes need an organiser (staff) account"
+
+    def has_permission(self, request, view) -> bool:
+        user = request.user
+        if not (user and user.is_authenticated and user.is_active):
+            return False
+        return request.method in permissions.SAFE_METHODS or user.is_staff
+
+
+class StaffOnly(permissions.BasePermission):
+    """Organisers only, reads too (studies carry completion codes and entry tokens)."""
+
+    message = "this needs an organiser (staff) account"
+
+    def has_permission(self, request, view) -> bool:
+        user = request.user
+        return bool(user and user.is_authenticated and user.is_active and user.is_staff)
+
+
+class Pages(pagination.PageNumberPagination):
+    """``?page=N&page_size=M`` (M at most :data:`MAX_PAGE_SIZE`)."""
+
+    page_size = 50
+    page_size_query_param = "page_size"
+    max_page_size = MAX_PAGE_SIZE
+
+    def get_page_size(self, request):
+        # A page size that is not a positive integer is an error, not silently the default.
+        raw = request.query_params.get(self.page_size_query_param)
+        if raw is not None:
+            try:
+                size = int(raw)
+            except ValueError:
+                raise ValidationError({"page_size": f"must be a whole number, not {raw!r}"}) from None
+            if not 1 <= size <= self.max_page_size:
+                raise ValidationError({"page_size": f"must be between 1 and {self.max_page_size}"})
+        return super().get_page_size(request)
+
+    def get_schema_operation_parameters(self, view):
+        params = super().get_schema_operation_parameters(view)
+        for p in params:
+            if p["name"] == self.page_size_query_param:
+                p["schema"] = {"type": "integer", "minimum": 1, "maximum": self.max_page_size}
+            elif p["name"] == self.page_query_param:
+                p["schema"] = {"type": "integer", "minimum": 1}
+        return params
+
+
+def lookup(getter: Callable[[str], T], value: str, what: str) -> T:
+    """``getter(value)`` (a selector raising ValueError for an unknown id), else a 404."""
+    try:
+        return getter(value)
+    except ValueError as exc:
+        raise Http404(str(exc) or f"no {what} {value!r}") from None
+
+
+def service_call(fn: Callable[..., T], *args, field: str | None = None, **kwargs) -> T:
+    """One service call; its ``ValueError`` becomes a 400 (under ``field`` when given)."""
+    try:
+        return fn(*args, **kwargs)
+    except ValueError as exc:
+        raise ValidationError({field or "detail": [str(exc)]}) from None
+
+
+def name_field(getter: Callable[[str], object], what: str):
+    """A validator for a field naming an object by its natural key (a 400 naming the field
+    and the known names when there is none)."""
+
+    def check(value):
+        try:
+            return getter(value)
+        except ValueError as exc:
+            raise serializers.ValidationError(str(exc) or f"no {what} {value!r}") from None
+
+    return check
+
+
+ERROR_SCHEMA = {
+    "type": "object",
+    "description": "What went wrong: `detail`, or a list of messages per field name.",
+    "additionalProperties": True,
+}
+ERROR_STATUSES = {
+    "400": "The request is invalid; the body names the field.",
+    "401": "No valid token or session.",
+    "403": "The account may not do this (writes need staff).",
+    "404": "No such object.",
+}
+
+
+def error_responses_hook(result, generator, request, public):
+    """drf-spectacular post-processing: every operation documents its error responses
+    (400 where it takes input, 401, 403, 404) with one Error schema."""
+    result.setdefault("components", {}).setdefault("schemas", {})["Error"] = ERROR_SCHEMA
+    for path_item in result.get("paths", {}).values():
+        for method, operation in path_item.items():
+            if method not in ("get", "post", "put", "patch", "delete"):
+                continue
+            responses = operation.setdefault("responses", {})
+            for status, text in ERROR_STATUSES.items():
+                responses.setdefault(status, {
+                    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+                    "description": text,
+                })
+    return result
+
+
+def api_token_issue(username: str, *, rotate: bool = False) -> str:
+    """The API token of an existing account (created if it has none; replaced with
+    ``rotate``, which makes the old one stop working)."""
+    from django.contrib.auth import get_user_model
+    from django.db import transaction
+    from rest_framework.authtoken.models import Token
+
+    User = get_user_model()
+    try:
+        user = User.objects.get(**{User.USERNAME_FIELD: username})
+    except User.DoesNotExist:
+        raise ValueError(f"no account named {username!r}; create it first (createsuperuser, "
+                         "or the admin)") from None
+    if not user.is_active:
+        raise ValueError(f"account {username!r} is inactive")
+    with transaction.atomic():
+        if rotate:
+            Token.objects.filter(user=user).delete()
+        token, _ = Token.objects.get_or_create(user=user)
+    return token.key

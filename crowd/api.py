@@ -1,0 +1,216 @@
+"""API of the crowd app: topic sets, topics with statements and intents, query variants
+(read), and studies (organisers: list, read, create)."""
+from __future__ import annotations
+
+from django.urls import reverse
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import generics, mixins, serializers, viewsets
+
+from common.api import StaffOnly, lookup, name_field, service_call
+from crowd import selectors, services
+from crowd.models import Study
+
+
+class TopicSetSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    created = serializers.DateTimeField()
+    topics_count = serializers.IntegerField(source="n_topics")
+    answers_count = serializers.IntegerField(source="n_answers", allow_null=True,
+                                             help_text="sum of the variants' counts")
+
+
+class IntentSerializer(serializers.Serializer):
+    intent_id = serializers.CharField()
+    description = serializers.CharField()
+    kind = serializers.CharField()
+
+
+class TopicIntentSerializer(IntentSerializer):
+    topic_id = serializers.CharField(source="topic.topic_id")
+
+
+class TopicSerializer(serializers.Serializer):
+    topic_id = serializers.CharField()
+    title = serializers.CharField()
+    description = serializers.CharField()
+    narrative = serializers.CharField()
+    kind = serializers.CharField()
+    statements = serializers.SerializerMethodField()
+    intents = IntentSerializer(many=True)
+
+    def get_statements(self, topic) -> list[str]:
+        return [s.text for s in topic.statements.all()]
+
+
+class VariantSerializer(serializers.Serializer):
+    topic_id = serializers.CharField(source="topic.topic_id")
+    variant_id = serializers.CharField()
+    label = serializers.SerializerMethodField(help_text="the stable label runs use for this text")
+    raw = serializers.CharField()
+    normalised = serializers.CharField()
+    count = serializers.IntegerField()
+    worker_id = serializers.CharField()
+    estimate = serializers.CharField()
+    source = serializers.CharField()
+    created = serializers.DateTimeField()
+
+    def get_label(self, variant) -> str:
+        return selectors.variant_label(variant.normalised)
+
+
+def _topic_set(name: str):
+    return lookup(selectors.topic_set_get, name, "topic set")
+
+
+class TopicSetViewSet(viewsets.ReadOnlyModelViewSet):
+    """Topic sets with their numbers of topics and answers."""
+
+    serializer_class = TopicSetSerializer
+    lookup_field = "name"
+    lookup_value_regex = "[^/]+"
+
+    def get_queryset(self):
+        return selectors.topic_set_list()
+
+    def get_object(self):
+        name = self.kwargs["name"]
+        obj = self.get_queryset().filter(name=name).first()
+        if obj is None:
+            _topic_set(name)  # 404 naming the known sets
+        return obj
+
+
+class TopicList(generics.ListAPIView):
+    """The topics of a set in natural topic-id order, with statements and intents."""
+
+    serializer_class = TopicSerializer
+
+    def get_queryset(self):
+        ts = _topic_set(self.kwargs["name"])
+        return selectors.topic_list(ts.name)
+
+
+class TopicDetail(generics.RetrieveAPIView):
+    serializer_class = TopicSerializer
+
+    def get_object(self):
+        ts = _topic_set(self.kwargs["name"])
+        topic_id = self.kwargs["topic_id"]
+        for topic in selectors.topic_list(ts.name):
+            if topic.topic_id == topic_id:
+                return topic
+        from django.http import Http404
+
+        raise Http404(f"topic set {ts.name!r} has no topic {topic_id!r}")
+
+
+class IntentList(generics.ListAPIView):
+    """Every intent (subtopic) of a topic set, by topic."""
+
+    serializer_class = TopicIntentSerializer
+
+    def get_queryset(self):
+        ts = _topic_set(self.kwargs["name"])
+        return [i for t in selectors.topic_list(ts.name) for i in t.intents.all()]
+
+
+TOPIC_PARAM = OpenApiParameter("topic", str, description="only this topic id")
+
+
+class VariantList(generics.ListAPIView):
+    """Query variants of a topic set in the order stored."""
+
+    serializer_class = VariantSerializer
+
+    @extend_schema(parameters=[TOPIC_PARAM])
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
+
+    def get_queryset(self):
+        ts = _topic_set(self.kwargs["name"])
+        qs = selectors.variant_list(ts.name)
+        topic = self.request.query_params.get("topic")
+        return qs.filter(topic__topic_id=topic) if topic else qs
+
+
+# --- studies ------------------------------------------------------------------------------
+
+
+class StudySerializer(serializers.ModelSerializer):
+    topic_set = serializers.CharField(source="topic_set.name")
+    entry_url = serializers.SerializerMethodField(
+        help_text="the public link workers arrive at (add the platform's parameters)")
+
+    class Meta:
+        model = Study
+        fields = ["id", "name", "title", "topic_set", "slug", "entry_url", "is_open",
+                  "prolific_study_id", "mturk_hit_ids", "responses_per_statement",
+                  "statements_per_worker", "consent_text", "instructions", "question_text",
+                  "question_choices", "completion_code", "max_query_chars",
+                  "min_seconds_per_answer", "copy_jaccard_threshold", "copy_min_tokens",
+                  "spell_correct", "assignment_timeout_minutes", "created"]
+
+    def get_entry_url(self, study) -> str:
+        path = reverse("crowd:study_entry", kwargs={"slug": study.slug})
+        request = self.context.get("request")
+        return request.build_absolute_uri(path) if request else path
+
+
+class StudyCreateSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=200)
+    topic_set = serializers.CharField(validators=[name_field(selectors.topic_set_get, "topic set")])
+    consent_text = serializers.CharField()
+    completion_code = serializers.CharField(max_length=100)
+    title = serializers.CharField(max_length=200, required=False, allow_blank=True)
+    instructions = serializers.CharField(required=False, allow_blank=True)
+    prolific_study_id = serializers.CharField(max_length=200, required=False, allow_blank=True)
+    mturk_hit_ids = serializers.CharField(required=False, allow_blank=True)
+    responses_per_statement = serializers.IntegerField(min_value=1, max_value=10000, required=False)
+    statements_per_worker = serializers.IntegerField(min_value=1, max_value=10000, required=False)
+    question_text = serializers.CharField(max_length=500, required=False, allow_blank=True)
+    question_choices = serializers.CharField(required=False, allow_blank=True)
+    max_query_chars = serializers.IntegerField(min_value=1, max_value=100000, required=False)
+    min_seconds_per_answer = serializers.FloatField(min_value=0, max_value=86400, required=False)
+    spell_correct = serializers.BooleanField(required=False)
+    assignment_timeout_minutes = serializers.IntegerField(min_value=1, max_value=100000,
+                                                          required=False)
+
+
+class StudyViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
+    """Studies collecting query variants (organisers only: they hold completion codes)."""
+
+    permission_classes = [StaffOnly]
+
+    def get_queryset(self):
+        return selectors.study_list().order_by("-created", "-id")
+
+    def get_serializer_class(self):
+        return StudyCreateSerializer if self.action == "create" else StudySerializer
+
+    def get_object(self):
+        pk = self.kwargs["pk"]
+        obj = self.get_queryset().filter(pk=int(pk)).first() if pk.isdigit() else None
+        if obj is None:
+            from django.http import Http404
+
+            raise Http404(f"no study {pk!r}")
+        return obj
+
+    @extend_schema(request=StudyCreateSerializer, responses={201: StudySerializer})
+    def create(self, request, *args, **kwargs):
+        data = self._validated(request)
+        options = {k: v for k, v in data.items()
+                   if k not in ("name", "topic_set", "consent_text", "completion_code")}
+        study = service_call(services.study_create, topic_set=selectors.topic_set_get(data["topic_set"]),
+                             name=data["name"], consent_text=data["consent_text"],
+                             completion_code=data["completion_code"], **options)
+        from rest_framework import status
+        from rest_framework.response import Response
+
+        return Response(StudySerializer(study, context={"request": request}).data,
+                        status=status.HTTP_201_CREATED)
+
+    def _validated(self, request) -> dict:
+        serializer = StudyCreateSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        return serializer.validated_data

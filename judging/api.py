@@ -1,0 +1,209 @@
+"""API of the judging app: judging tasks (read with progress; create through
+:func:`judging.services.judging_task_create`), judgment sets, their judgments (labels,
+with history on request) and their qrels export (:func:`judging.selectors.qrels_lines`)."""
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
+from rest_framework import generics, mixins, serializers, status, viewsets
+from rest_framework.exceptions import ValidationError
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from common.api import lookup, name_field, service_call
+from judging import selectors, services
+from judging.aggregate import AGGREGATES
+from judging.models import JudgingTask, JudgmentSet, Label
+from pooling.selectors import pool_get
+
+QRELS_KINDS = ("adhoc", "diversity", "ndeval")
+
+
+class JudgingTaskSerializer(serializers.ModelSerializer):
+    pool = serializers.CharField(source="pool.label")
+    judgment_set = serializers.CharField(source="judgment_set.name")
+    collection = serializers.CharField(source="collection.name", allow_null=True, default=None)
+
+    class Meta:
+        model = JudgingTask
+        fields = ["name", "pool", "judgment_set", "mode", "scale", "scale_grades", "redundancy",
+                  "order", "batch", "lease_minutes", "per_topic", "assessors", "items_count",
+                  "collection", "created"]
+
+
+class ProgressCountsSerializer(serializers.Serializer):
+    items = serializers.IntegerField()
+    slots = serializers.IntegerField()
+    done = serializers.IntegerField()
+    leased = serializers.IntegerField()
+    remaining = serializers.IntegerField()
+
+
+class ProgressSerializer(serializers.Serializer):
+    total = ProgressCountsSerializer()
+    topics = serializers.DictField(child=ProgressCountsSerializer())
+
+
+class JudgingTaskDetailSerializer(JudgingTaskSerializer):
+    progress = serializers.SerializerMethodField()
+
+    class Meta(JudgingTaskSerializer.Meta):
+        fields = JudgingTaskSerializer.Meta.fields + ["progress"]
+
+    @extend_schema_field(ProgressSerializer)
+    def get_progress(self, task) -> dict:
+        return selectors.task_progress(task)
+
+
+class JudgingTaskCreateSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=100)
+    pool = serializers.CharField(help_text="the pool's name or id",
+                                 validators=[name_field(pool_get, "pool")])
+    mode = serializers.ChoiceField(choices=[m for m, _ in JudgingTask.MODE_CHOICES],
+                                   default=JudgingTask.MODE_INTENT)
+    scale = serializers.CharField(default="trec-web", max_length=20)
+    custom_grades = serializers.CharField(required=False, allow_null=True,
+                                          help_text="for scale custom: value:label:key,…")
+    redundancy = serializers.IntegerField(min_value=0, max_value=services.MAX_REDUNDANCY, default=1,
+                                          help_text="assessors per document (user mode: 0 means every worker)")
+    order = serializers.ChoiceField(choices=[o for o, _ in JudgingTask.ORDER_CHOICES],
+                                    default=JudgingTask.ORDER_POOL)
+    batch = serializers.IntegerField(min_value=1, max_value=1000, default=10)
+    lease_minutes = serializers.IntegerField(min_value=1, max_value=100000, default=30)
+    assessors = serializers.ListField(child=serializers.CharField(max_length=200), default=list,
+                                      max_length=10000)
+    per_topic = serializers.IntegerField(min_value=1, max_value=100000, required=False, allow_null=True)
+
+
+class JudgmentSetSerializer(serializers.ModelSerializer):
+    topic_set = serializers.CharField(source="topic_set.name", allow_null=True, default=None)
+
+    class Meta:
+        model = JudgmentSet
+        fields = ["name", "source", "topic_set", "format", "labels_count", "checksum", "created"]
+
+
+class JudgmentSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Label
+        fields = ["topic_id", "intent_id", "docid", "assessor", "grade", "cannot_judge",
+                  "rationale", "seconds", "created", "revision", "current", "withdrawn"]
+
+
+class QrelsLineSerializer(serializers.Serializer):
+    topic_id = serializers.CharField()
+    intent_id = serializers.CharField(help_text='the intent, or "0" in ad hoc qrels')
+    docid = serializers.CharField()
+    grade = serializers.IntegerField()
+
+
+class QrelsExportSerializer(serializers.Serializer):
+    judgment_set = serializers.CharField()
+    kind = serializers.ChoiceField(choices=QRELS_KINDS)
+    aggregate = serializers.CharField()
+    lines = QrelsLineSerializer(many=True)
+
+
+def task_or_404(name: str) -> JudgingTask:
+    return lookup(selectors.task_get, name, "judging task")
+
+
+def judgment_set_or_404(name: str) -> JudgmentSet:
+    return lookup(selectors.judgment_set_get, name, "judgment set")
+
+
+class JudgingTaskViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
+    """Judging tasks, newest first, by name; a task's detail carries its progress."""
+
+    lookup_field = "name"
+    lookup_value_regex = "[^/]+"
+
+    def get_serializer_class(self):
+        return {"create": JudgingTaskCreateSerializer,
+                "retrieve": JudgingTaskDetailSerializer}.get(self.action, JudgingTaskSerializer)
+
+    def get_queryset(self):
+        return selectors.task_list().select_related("collection")
+
+    def get_object(self):
+        return task_or_404(self.kwargs["name"])
+
+    @extend_schema(request=JudgingTaskCreateSerializer, responses={201: JudgingTaskSerializer})
+    def create(self, request, *args, **kwargs):
+        serializer = JudgingTaskCreateSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        d = serializer.validated_data
+        task = service_call(
+            services.judging_task_create, pool=pool_get(d["pool"]), name=d["name"], mode=d["mode"],
+            scale=d["scale"], custom_grades=d.get("custom_grades"), redundancy=d["redundancy"],
+            order=d["order"], batch=d["batch"], lease_minutes=d["lease_minutes"],
+            assessors=d["assessors"], per_topic=d.get("per_topic"))
+        return Response(JudgingTaskSerializer(task).data, status=status.HTTP_201_CREATED)
+
+
+class JudgmentSetViewSet(viewsets.ReadOnlyModelViewSet):
+    """Judgment sets: imported, or filled by a judging task of the same name."""
+
+    serializer_class = JudgmentSetSerializer
+    lookup_field = "name"
+    lookup_value_regex = "[^/]+"
+
+    def get_queryset(self):
+        return selectors.judgment_set_list().select_related("topic_set")
+
+    def get_object(self):
+        return judgment_set_or_404(self.kwargs["name"])
+
+
+@extend_schema(parameters=[
+    OpenApiParameter("topic", str, description="only this topic id"),
+    OpenApiParameter("history", bool, description="every revision and withdrawn label too "
+                     "(default: the labels that count)"),
+])
+class JudgmentList(generics.ListAPIView):
+    """The labels of a judgment set in the order made: by default the current ones."""
+
+    serializer_class = JudgmentSerializer
+
+    def get_queryset(self):
+        jset = judgment_set_or_404(self.kwargs["name"])
+        history = _flag(self.request, "history")
+        topic = self.request.query_params.get("topic")
+        qs = Label.objects.filter(judgment_set=jset).order_by("id")
+        if not history:
+            qs = qs.filter(current=True, withdrawn=False)
+        return qs.filter(topic_id=topic) if topic else qs
+
+
+def _flag(request, name: str) -> bool:
+    raw = request.query_params.get(name, "false").lower()
+    if raw not in ("true", "false", "1", "0"):
+        raise ValidationError({name: [f"must be true or false, not {raw!r}"]})
+    return raw in ("true", "1")
+
+
+class QrelsExport(APIView):
+    """The qrels of a judgment set, each item's labels combined by ``aggregate`` — the
+    lines ``export_qrels`` writes."""
+
+    serializer_class = QrelsExportSerializer
+
+    @extend_schema(parameters=[
+        OpenApiParameter("kind", str, enum=list(QRELS_KINDS), description="adhoc (default), diversity or ndeval"),
+        OpenApiParameter("aggregate", str, description=f"{', '.join(AGGREGATES)} or assessor:NAME "
+                         "(default majority)"),
+        OpenApiParameter("adhoc_intent", str, description="adhoc from this intent's labels"),
+    ], responses={200: QrelsExportSerializer})
+    def get(self, request, name):
+        jset = judgment_set_or_404(name)
+        kind = request.query_params.get("kind", "adhoc")
+        if kind not in QRELS_KINDS:
+            raise ValidationError({"kind": [f"must be one of {', '.join(QRELS_KINDS)}, not {kind!r}"]})
+        aggregate = request.query_params.get("aggregate", "majority")
+        adhoc_intent = request.query_params.get("adhoc_intent")
+        lines = service_call(selectors.qrels_lines, jset, kind, aggregate=aggregate,
+                             adhoc_intent=adhoc_intent)
+        return Response(QrelsExportSerializer({
+            "judgment_set": jset.name, "kind": kind, "aggregate": aggregate,
+            "lines": [{"topic_id": ln.topic_id, "intent_id": ln.second, "docid": ln.docid,
+                       "grade": ln.grade} for ln in lines],
+        }).data)

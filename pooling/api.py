@@ -1,0 +1,127 @@
+"""API of the pooling app: pools (read; create records a queued pool and queues its build
+through :func:`pooling.services.pool_create`), a pool's documents per topic in priority
+order, and imported qrels (read)."""
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import generics, mixins, serializers, status, viewsets
+from rest_framework.exceptions import ValidationError
+from rest_framework.response import Response
+
+from common.api import lookup, name_field, service_call
+from crowd.selectors import topic_set_get
+from pooling import selectors, services
+from pooling.models import Pool, Qrels
+from retrieval.selectors import collection_get, retrieval_model_get
+
+
+class PoolSerializer(serializers.ModelSerializer):
+    topic_set = serializers.CharField(source="topic_set.name")
+    collection = serializers.CharField(source="collection.name", allow_null=True, default=None)
+    model = serializers.CharField(source="model.name", allow_null=True, default=None)
+    label = serializers.CharField(help_text="the pool's name, else pool-<id>")
+
+    class Meta:
+        model = Pool
+        fields = ["id", "name", "label", "topic_set", "sources", "strategy", "depth", "p", "budget",
+                  "budget_scope", "collection", "model", "status", "progress", "error",
+                  "topics_count", "documents_count", "created", "finished"]
+
+
+class PoolCreateSerializer(serializers.Serializer):
+    topic_set = serializers.CharField(validators=[name_field(topic_set_get, "topic set")])
+    sources = serializers.ChoiceField(choices=[c for c, _ in Pool.SOURCES_CHOICES])
+    strategy = serializers.ChoiceField(choices=[c for c, _ in Pool.STRATEGY_CHOICES], default="depth")
+    depth = serializers.IntegerField(min_value=1, max_value=10000, required=False, allow_null=True,
+                                     help_text="required for depth; rbp defaults it to the rankings' depth")
+    p = serializers.FloatField(min_value=0, max_value=1, default=0.95)
+    budget = serializers.IntegerField(min_value=1, max_value=10_000_000, required=False, allow_null=True)
+    budget_scope = serializers.ChoiceField(choices=[c for c, _ in Pool.SCOPE_CHOICES], default="topic")
+    name = serializers.CharField(max_length=100, required=False, allow_null=True)
+    model = serializers.CharField(required=False, allow_null=True,
+                                  validators=[name_field(retrieval_model_get, "model")])
+    collection = serializers.CharField(required=False, allow_null=True,
+                                       validators=[name_field(collection_get, "collection")])
+
+
+class PooledDocumentSerializer(serializers.Serializer):
+    topic_id = serializers.CharField()
+    rank = serializers.IntegerField(help_text="priority: 1 is judged first")
+    docid = serializers.CharField()
+    weight = serializers.FloatField()
+    min_rank = serializers.IntegerField()
+    users = serializers.IntegerField()
+    systems = serializers.IntegerField()
+
+
+class QrelsSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Qrels
+        fields = ["name", "format", "judgments_count", "checksum", "created"]
+
+
+def pool_or_404(ref: str) -> Pool:
+    return lookup(selectors.pool_get, ref, "pool")
+
+
+class PoolViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
+    """Pools, newest first, looked up by name or id. A created pool is queued and built
+    by a worker; ``status`` and ``progress`` follow it."""
+
+    lookup_field = "ref"
+    lookup_value_regex = "[^/]+"
+
+    def get_serializer_class(self):
+        return PoolCreateSerializer if self.action == "create" else PoolSerializer
+
+    @extend_schema(parameters=[OpenApiParameter("topic_set", str, description="only pools of this topic set")])
+    def list(self, request, *args, **kwargs):
+        return super().list(request, *args, **kwargs)
+
+    def get_queryset(self):
+        return selectors.pool_list(self.request.query_params.get("topic_set") or None).order_by(
+            "-created", "-id")
+
+    def get_object(self):
+        return pool_or_404(self.kwargs["ref"])
+
+    @extend_schema(request=PoolCreateSerializer, responses={201: PoolSerializer})
+    def create(self, request, *args, **kwargs):
+        serializer = PoolCreateSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        d = serializer.validated_data
+        pool = service_call(services.pool_create, topic_set_name=d["topic_set"], sources=d["sources"],
+                            depth=d.get("depth"), strategy=d["strategy"], p=d["p"],
+                            budget=d.get("budget"), budget_scope=d["budget_scope"],
+                            model_name=d.get("model"), collection_name=d.get("collection"),
+                            name=d.get("name") or None, enqueue=True)
+        return Response(PoolSerializer(pool).data, status=status.HTTP_201_CREATED)
+
+
+@extend_schema(parameters=[OpenApiParameter("topic", str, required=True,
+                                            description="the topic whose documents to list")])
+class PoolDocumentList(generics.ListAPIView):
+    """The pooled documents of one topic, in priority order."""
+
+    serializer_class = PooledDocumentSerializer
+
+    def get_queryset(self):
+        pool = pool_or_404(self.kwargs["ref"])
+        topic = self.request.query_params.get("topic")
+        if not topic:
+            raise ValidationError({"topic": ["give the topic id whose documents to list"]})
+        return list(selectors.pool_documents(pool, [topic]))
+
+
+class QrelsViewSet(viewsets.ReadOnlyModelViewSet):
+    """Imported relevance judgments (qrels files)."""
+
+    serializer_class = QrelsSerializer
+    lookup_field = "name"
+    lookup_value_regex = "[^/]+"
+
+    def get_queryset(self):
+        return selectors.qrels_list()
+
+    def get_object(self):
+        return lookup(selectors.qrels_get, self.kwargs["name"], "qrels")

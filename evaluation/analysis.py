@@ -173,3 +173,23 @@ def merged_intent_taus(run_paths: list[str], qrels_path: str, measure: str,
                      "sd": float(v.std(ddof=1)) if len(v) > 1 else 0.0,
                      "min": float(v.min()), "max": float(v.max())})
     return rows
+
+
+def intent_scores_from_stored(topic_set: str, tags: list[str], qrels, measure: str,
+                              order: str = "trec_eval") -> pd.DataFrame:
+    """Per-intent scores (system, query, intent, score) of stored runs (by tag) with
+    diversity ``qrels`` (an :class:`evaluation.measures.Qrels`), as
+    :func:`intent_scores_from_runs` computes them from files."""
+    from evaluation import measures
+    from evaluation.evaluate_selectors import stored_runs
+
+    specs = measures.parse_measures(measure)
+    if len(specs) != 1 or specs[0].family != "adhoc" or len(specs[0].keys) != 1:
+        raise ValueError(f"--measure needs one ad hoc measure (e.g. nDCG@10, AP), not {measure!r}")
+    if qrels.kind != "diversity":
+        raise ValueError(f"{qrels.source}: per-intent scores need diversity qrels (topic intent docid grade)")
+    try:
+        runset = measures.RunSet.from_rankings(stored_runs(topic_set=topic_set, tags=tags))
+    except measures.EvaluationInputError as exc:
+        raise ValueError(str(exc)) from None
+    return _score_intents(runset, _relevant_intents(qrels.judgments), specs, order, qrels.source)

@@ -1,0 +1,205 @@
+"""Forms of the evaluation pages: real choices (topic sets, runs, judgments, qrels, models),
+cleaned into the parameters an analysis stores (the same as its command's options)."""
+from __future__ import annotations
+
+from django import forms
+
+from evaluation import measures
+from evaluation.measures.runs import ORDERS
+
+
+def _topic_sets():
+    from crowd.selectors import topic_set_list
+
+    return [(n, n) for n in topic_set_list().values_list("name", flat=True)]
+
+
+def _system_runs():
+    from retrieval.models import Run
+    from retrieval.selectors import run_list
+
+    rows = (run_list().filter(kind=Run.KIND_SYSTEM, status="done").order_by("topic_set__name", "tag")
+            .values_list("topic_set__name", "tag"))
+    return [(f"{ts}/{tag}", f"{tag} ({ts})") for ts, tag in rows]
+
+
+def _sources():
+    from judging.selectors import judgment_set_list
+    from pooling.selectors import qrels_list
+
+    judged = [(f"judgments:{n}", f"judgment set {n}") for n in judgment_set_list().values_list("name", flat=True)]
+    imported = [(f"qrels:{n}", f"imported qrels {n} ({f})") for n, f in qrels_list().values_list("name", "format")]
+    return [("", "—")] + judged + imported
+
+
+def _judgment_sets(blank: bool = False):
+    from judging.selectors import judgment_set_list
+
+    names = [(n, n) for n in judgment_set_list().values_list("name", flat=True)]
+    return ([("", "—")] if blank else []) + names
+
+
+def _models():
+    from retrieval.selectors import retrieval_model_list
+
+    return [("", "the only model with variant rankings")] + [
+        (n, n) for n in retrieval_model_list().values_list("name", flat=True)]
+
+
+def _source_params(value: str, suffix: str = "") -> dict:
+    kind, _, name = value.partition(":")
+    return {("judgments" if kind == "judgments" else "qrels") + suffix: name}
+
+
+def _check_measures(text: str, one: bool = False) -> str:
+    try:
+        specs = measures.parse_measures(text)
+    except measures.EvaluationInputError as exc:
+        raise forms.ValidationError(str(exc)) from None
+    if one and (len(specs) != 1 or len(specs[0].keys) != 1):
+        raise forms.ValidationError("give exactly one measure, e.g. nDCG@10")
+    return text.strip()
+
+
+class _RunsForm(forms.Form):
+    """A topic set, some of its stored system runs (none chosen: all of them), judgments."""
+
+    topic_set = forms.ChoiceField()
+    runs = forms.MultipleChoiceField(required=False, widget=forms.SelectMultiple(attrs={"size": 8}),
+                                     help_text="stored system runs; none chosen: every run of the topic set")
+    source = forms.ChoiceField(label="judgments or qrels")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["topic_set"].choices = _topic_sets()
+        self.fields["runs"].choices = _system_runs()
+        self.fields["source"].choices = _sources()
+
+    def clean(self):
+        data = super().clean()
+        ts = data.get("topic_set")
+        if ts is None:
+            return data
+        chosen = data.get("runs") or [v for v, _ in self.fields["runs"].choices if v.startswith(ts + "/")]
+        wrong = [v for v in chosen if not v.startswith(ts + "/")]
+        if wrong:
+            self.add_error("runs", f"run {wrong[0].split('/', 1)[1]} is not a run of topic set {ts}")
+        elif not chosen:
+            self.add_error("runs", f"topic set {ts} has no finished system run; import one with import_run")
+        data["tags"] = [v.split("/", 1)[1] for v in chosen]
+        if not data.get("source"):
+            self.add_error("source", "choose a judgment set or imported qrels")
+        return data
+
+    def params(self) -> dict:
+        d = self.cleaned_data
+        return {"topic_set": d["topic_set"], "tags": d["tags"], **_source_params(d["source"])}
+
+
+class EvaluateForm(_RunsForm):
+    measures = forms.CharField(initial="AP nDCG@10 P@10 RR", help_text='e.g. "AP nDCG@20 P@10 RBP(p=0.8)" '
+                               "or diversity measures with diversity qrels")
+    complete = forms.BooleanField(required=False, help_text="average over every judged topic (trec_eval -c)")
+    order = forms.ChoiceField(choices=[(o, o) for o in ORDERS], initial="trec_eval")
+
+    def clean_measures(self):
+        return _check_measures(self.cleaned_data["measures"])
+
+    def params(self) -> dict:
+        d = self.cleaned_data
+        return {**super().params(), "measures": d["measures"], "complete": d["complete"], "order": d["order"]}
+
+
+class RankCorrelationForm(_RunsForm):
+    source_b = forms.ChoiceField(label="second judgments or qrels")
+    measure = forms.CharField(initial="AP")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["source"].label = "first (reference) judgments or qrels"
+        self.fields["source_b"].choices = _sources()
+
+    def clean_measure(self):
+        return _check_measures(self.cleaned_data["measure"], one=True)
+
+    def params(self) -> dict:
+        d = self.cleaned_data
+        return {**super().params(), **_source_params(d["source_b"], "_b"), "measure": d["measure"]}
+
+
+class VarianceForm(_RunsForm):
+    measure = forms.CharField(initial="nDCG@10", help_text="an ad hoc measure computed per intent")
+    budget = forms.IntegerField(required=False, min_value=1,
+                                help_text="judged (query, intent) pairs N·M; default: queries × most intents")
+    max_intents = forms.IntegerField(required=False, min_value=1)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["source"].label = "diversity judgments or qrels"
+
+    def clean_measure(self):
+        return _check_measures(self.cleaned_data["measure"], one=True)
+
+    def params(self) -> dict:
+        d = self.cleaned_data
+        return {**super().params(), "measure": d["measure"], "budget": d["budget"], "max_intents": d["max_intents"]}
+
+
+class VariabilityForm(forms.Form):
+    topic_set = forms.ChoiceField()
+    source = forms.ChoiceField(label="judgments or qrels")
+    measure = forms.CharField(initial="nDCG@10")
+    model = forms.ChoiceField(required=False, label="model of the variant rankings")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["topic_set"].choices = _topic_sets()
+        self.fields["source"].choices = _sources()
+        self.fields["model"].choices = _models()
+
+    def clean_measure(self):
+        return _check_measures(self.cleaned_data["measure"], one=True)
+
+    def params(self) -> dict:
+        d = self.cleaned_data
+        return {"topic_set": d["topic_set"], **_source_params(d["source"]), "measure": d["measure"],
+                "model": d["model"] or None}
+
+
+class AgreementForm(forms.Form):
+    judgments = forms.ChoiceField()
+    intent = forms.CharField(required=False, help_text="only this intent id")
+    relevant_from = forms.IntegerField(initial=1, help_text="the lowest grade that counts as relevant")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["judgments"].choices = _judgment_sets()
+
+    def params(self) -> dict:
+        d = self.cleaned_data
+        return {"judgments": d["judgments"], "intent": d["intent"] or None, "relevant_from": d["relevant_from"]}
+
+
+class IntentsForm(forms.Form):
+    judgments = forms.ChoiceField(label="intent judgments")
+    user_judgments = forms.ChoiceField(required=False, label="users' own judgments")
+    topic_set = forms.ChoiceField(required=False, help_text="only the topics of this set")
+    alpha = forms.FloatField(initial=0.5, min_value=0, max_value=1)
+    beta = forms.FloatField(initial=0.5, min_value=0, max_value=1)
+    similarity = forms.ChoiceField(choices=[("jaccard", "Jaccard"), ("kappa", "Cohen's κ")])
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["judgments"].choices = _judgment_sets()
+        self.fields["user_judgments"].choices = _judgment_sets(blank=True)
+        self.fields["topic_set"].choices = [("", "every topic")] + _topic_sets()
+
+    def params(self) -> dict:
+        d = self.cleaned_data
+        return {"judgments": d["judgments"], "user_judgments": d["user_judgments"] or None,
+                "topic_set": d["topic_set"] or None, "alpha": d["alpha"], "beta": d["beta"],
+                "similarity": d["similarity"]}
+
+
+FORMS = {"evaluate": EvaluateForm, "agreement": AgreementForm, "intents": IntentsForm,
+         "rank_correlation": RankCorrelationForm, "variance": VarianceForm, "variability": VariabilityForm}

@@ -1,0 +1,300 @@
+"""The analyses the evaluation pages run, and what the pages show of their results.
+
+:data:`COMPUTE` maps an analysis kind to the function that computes it from its
+parameters (through the same selectors and plain modules as the commands, so a page and a
+command give the same numbers); :func:`present` turns a result into tables and figures
+(rows plus a function drawing them with :mod:`common.figures`, the rows being the CSV
+behind the figure).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from common import figures
+
+Progress = Callable[[float], None]
+
+
+# --- computing ---------------------------------------------------------------------------
+
+
+def _qrels_kind(specs) -> str:
+    families = {s.family == "adhoc" for s in specs}
+    if len(families) > 1:
+        raise ValueError("measures: ad hoc and diversity measures need different qrels; evaluate them apart")
+    return "adhoc" if families == {True} else "diversity"
+
+
+def _evaluate(topic_set, tags, measures_text, judgments, qrels, complete, order):
+    from evaluation import measures
+    from evaluation.evaluate_selectors import stored_runs
+    from evaluation.measures.engine import check_measures
+    from evaluation.variability import stored_qrels
+
+    try:
+        specs = measures.parse_measures(measures_text)
+        stored = stored_qrels(kind=_qrels_kind(specs), judgments=judgments, qrels=qrels)
+        check_measures(specs, stored.kind, False)
+        runs = measures.RunSet.from_rankings(stored_runs(topic_set=topic_set, tags=list(tags)))
+        result = measures.evaluate_runs(runs, stored, specs, order=order, complete=complete)
+    except measures.EvaluationInputError as exc:
+        raise ValueError(str(exc)) from None
+    return result, [k for s in specs for k in s.keys], stored.source
+
+
+def evaluate_compute(p: dict, progress: Progress) -> dict:
+    runs, keys, source = _evaluate(p["topic_set"], p["tags"], p["measures"], p.get("judgments"),
+                                   p.get("qrels"), p.get("complete", False), p.get("order", "trec_eval"))
+    return {"runs": runs, "measures": keys, "qrels": source}
+
+
+def agreement_compute(p: dict, progress: Progress) -> dict:
+    from evaluation import analysis
+
+    labels = analysis.labels_from_judgments(p["judgments"])
+    progress(0.3)
+    return analysis.agreement_report(labels, intent=p.get("intent") or None,
+                                     relevant_from=p.get("relevant_from", 1))
+
+
+def intents_compute(p: dict, progress: Progress) -> dict:
+    from evaluation import analysis, intents
+
+    labels = analysis.labels_from_judgments(p["judgments"])
+    users = analysis.labels_from_judgments(p["user_judgments"]) if p.get("user_judgments") else None
+    topics = analysis.topic_set_topics(p["topic_set"]) if p.get("topic_set") else None
+    progress(0.3)
+    return intents.intent_properties(labels, users, alpha=p.get("alpha", 0.5), beta=p.get("beta", 0.5),
+                                     kind=p.get("similarity", "jaccard"), topics=topics)
+
+
+def rank_correlation_compute(p: dict, progress: Progress) -> dict:
+    from evaluation.ranking import correlations
+
+    first, keys, source_a = _evaluate(p["topic_set"], p["tags"], p["measure"], p.get("judgments"),
+                                      p.get("qrels"), True, "trec_eval")
+    progress(0.4)
+    second, _, source_b = _evaluate(p["topic_set"], p["tags"], p["measure"], p.get("judgments_b"),
+                                    p.get("qrels_b"), True, "trec_eval")
+    key = keys[0]
+    a = {tag: r["mean"][key] for tag, r in first.items()}
+    b = {tag: r["mean"][key] for tag, r in second.items()}
+    out = correlations(a, b)
+    out.update({"measure": key, "first": source_a, "second": source_b,
+                "scores": [{"system": s, "first": a[s], "second": b[s]} for s in sorted(a)]})
+    return out
+
+
+def variance_compute(p: dict, progress: Progress) -> dict:
+    from evaluation import analysis, variance
+    from evaluation.variability import stored_qrels
+
+    qrels = stored_qrels(kind="diversity", judgments=p.get("judgments"), qrels=p.get("qrels"))
+    scores = analysis.intent_scores_from_stored(p["topic_set"], list(p["tags"]), qrels, p["measure"])
+    progress(0.3)
+    result = variance.fit_models(scores, full=True)
+    budget = p.get("budget") or int(scores["query"].nunique() * scores.groupby("query")["intent"]
+                                    .nunique().max())
+    result["budget"] = budget
+    result["allocation"] = variance.allocation_table(result["full"], budget, p.get("max_intents"))
+    result["measure"] = p["measure"]
+    result["qrels"] = qrels.source
+    return result
+
+
+def variability_compute(p: dict, progress: Progress) -> dict:
+    from evaluation.variability import variability
+
+    return variability(p["topic_set"], measure=p["measure"], judgments=p.get("judgments"),
+                       qrels=p.get("qrels"), model=p.get("model") or None, progress=progress)
+
+
+COMPUTE: dict[str, Callable[[dict, Progress], dict]] = {
+    "evaluate": evaluate_compute,
+    "agreement": agreement_compute,
+    "intents": intents_compute,
+    "rank_correlation": rank_correlation_compute,
+    "variance": variance_compute,
+    "variability": variability_compute,
+}
+
+# the command that prints the same result with --json
+COMMANDS = {"evaluate": "evaluate", "agreement": "agreement", "intents": "intent_properties",
+            "rank_correlation": "rank_correlation", "variance": "variance_components",
+            "variability": "variability"}
+
+
+# --- presenting ----------------------------------------------------------------------------
+
+
+@dataclass
+class Table:
+    title: str
+    columns: list[str]
+    rows: list[list] = field(default_factory=list)
+
+    def dict_rows(self) -> list[dict]:
+        return [dict(zip(self.columns, r)) for r in self.rows]
+
+    def display(self) -> list[list[tuple[str, bool]]]:
+        """Rows of ``(text, is_number)`` cells: floats to 4 decimals (3 significant
+        digits below 0.001), missing values as a dash."""
+        return [[cell_text(v) for v in r] for r in self.rows]
+
+
+def cell_text(value) -> tuple[str, bool]:
+    if value is None:
+        return "–", False
+    if isinstance(value, bool):
+        return ("yes" if value else "no"), False
+    if isinstance(value, int):
+        return str(value), True
+    if isinstance(value, float):
+        if value != value:
+            return "NaN", True
+        return (f"{value:.4f}" if value == 0 or abs(value) >= 0.001 else f"{value:.3g}"), True
+    return str(value), False
+
+
+@dataclass
+class Plot:
+    title: str
+    rows: list[dict]
+    draw: Callable[[list[dict]], object]
+
+    def figure(self):
+        return self.draw(self.rows)
+
+
+def flatten(d: dict, prefix: str = "") -> dict:
+    """Nested statistics as one level of ``a.b`` keys with scalar values (lists left out)."""
+    out = {}
+    for k, v in d.items():
+        name = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(flatten(v, name + "."))
+        elif not isinstance(v, (list, tuple)):
+            out[name] = v
+    return out
+
+
+def _table(title: str, rows: list[dict]) -> Table:
+    columns = list(dict.fromkeys(k for r in rows for k in r))
+    return Table(title, columns, [[r.get(c) for c in columns] for r in rows])
+
+
+def _present_evaluate(r):
+    keys = r["measures"]
+    tables = [Table(f"Mean over topics ({r['qrels']})", ["run", *keys],
+                    [[tag, *[run["mean"][k] for k in keys]] for tag, run in r["runs"].items()])]
+    per_topic = [{"run": tag, "topic": t, **v} for tag, run in r["runs"].items() for t, v in run["per_topic"].items()]
+    tables.append(_table("Per topic", per_topic))
+    key = keys[0]
+    box_rows = [{"run": row["run"], "topic": row["topic"], key: row[key]} for row in per_topic]
+    plots = {"per-topic": Plot(f"{key} per topic, by run", box_rows, lambda rows: figures.box_figure(
+        rows, "run", key, title=f"{key} per topic, by run", xlabel="run", ylabel=key))}
+    return tables, plots
+
+
+def _present_agreement(r):
+    tables = [_table("Overall", [flatten(r["overall"])]),
+              _table("Per topic", [{"topic": t, **flatten(s)} for t, s in r["per_topic"].items()]),
+              _table("Per intent", [{"topic": t, "intent": i, **flatten(s)}
+                                    for t, ints in r["per_intent"].items() for i, s in ints.items()])]
+    rows = []
+    for t, s in r["per_topic"].items():
+        f = flatten(s)
+        for name in ("fleiss_kappa", "krippendorff_alpha.ordinal"):
+            if f.get(name) is not None:
+                rows.append({"topic": t, "statistic": name, "value": f[name]})
+    plots = {}
+    if rows:
+        plots["per-topic"] = Plot("Agreement per topic", rows, lambda rows: figures.bar_figure(
+            rows, "topic", "value", series="statistic", title="Agreement per topic", xlabel="topic",
+            ylabel="agreement"))
+    return tables, plots
+
+
+def _present_intents(r):
+    tables = [_table("Overall", [flatten(r["overall"])])]
+    tables.append(_table("Intents", [{"topic": t, "intent": i, **flatten(e)}
+                                     for t, entry in r["per_topic"].items() for i, e in entry["intents"].items()]))
+    tables.append(_table("Topics", [{"topic": t, **flatten({k: v for k, v in entry.items() if k != "intents"})}
+                                    for t, entry in r["per_topic"].items()]))
+    curves = r.get("curves", {})
+    betas = curves.get("beta", [])
+    rows = []
+    if curves.get("mean_completeness"):
+        rows += [{"beta": b, "curve": "completeness (mean over topics)", "value": v}
+                 for b, v in zip(betas, curves["mean_completeness"]) if v is not None]
+    plaus = [c for per in (curves.get("plausibility") or {}).values() for c in per.values()]
+    for k, b in enumerate(betas):
+        values = [c[k] for c in plaus if c[k] is not None]
+        if values:
+            rows.append({"beta": b, "curve": "plausibility (mean over intents)", "value": sum(values) / len(values)})
+    plots = {}
+    if rows:
+        plots["beta-curves"] = Plot("Plausibility and completeness over β", rows, lambda rows: figures.line_figure(
+            rows, "beta", "value", series="curve", title="Plausibility and completeness over β",
+            xlabel="β (similarity threshold)", ylabel="fraction"))
+    return tables, plots
+
+
+def _present_rank_correlation(r):
+    stats = {k: r[k] for k in ("systems", "tau_b", "tau_ap", "tau_ap_a", "tau_ap_b")}
+    tables = [_table(f"{r['measure']}: {r['first']} against {r['second']}", [stats]),
+              _table("System scores", r["scores"])]
+    plots = {"scores": Plot("System scores under both evaluations", r["scores"], lambda rows: figures.scatter_figure(
+        rows, "first", "second", title=f"{r['measure']} under two evaluations", xlabel=r["first"],
+        ylabel=r["second"], diagonal=True, labels="system"))}
+    return tables, plots
+
+
+def _present_variance(r):
+    comps = [{"model": m, **v} for m, v in r.items() if m in ("model1", "model2", "model3", "full")]
+    tables = [_table(f"Standard deviations ({r['measure']}, REML)", comps),
+              _table(f"Allocation of a budget of {r['budget']} judged (query, intent) pairs", r["allocation"])]
+    rows = [{"intents": a["intents"], "queries": a["queries"], "quantity": q, "variance": a[k]}
+            for a in r["allocation"] for q, k in (("one system's mean", "var_mean"),
+                                                  ("difference of two systems", "var_difference"))
+            if a[k] > 0]
+    plots = {}
+    if rows:
+        title = f"Variance of the mean for N queries × M intents, N·M = {r['budget']}"
+        plots["allocation"] = Plot(title, rows, lambda rows: figures.line_figure(
+            rows, "intents", "variance", series="quantity", title=title, xlabel="M intents per query (N = budget / M)",
+            ylabel=f"variance of mean {r['measure']}", xlog=True, ylog=True))
+    return tables, plots
+
+
+def _present_variability(r):
+    from evaluation.variability import figure_rows, per_topic_rows
+
+    tables = [_table("Overall", [r["overall"]]),
+              _table(f"Per topic: {r['measure']} over user variants ({r['model']}) and systems", per_topic_rows(r)),
+              _table("Scores", r["scores"])]
+    if r.get("decomposition"):
+        d = r["decomposition"]
+        tables.insert(1, _table(f"Variance components over models {', '.join(d['models'])}",
+                                [{"component": k, "sd": d["components"]["sd_" + k], "share": v}
+                                 for k, v in d["shares"].items()]))
+    rows = figure_rows(r)
+    title = f"{r['measure']} per topic: user variants and systems"
+    plots = {"spread": Plot(title, rows["spread"], lambda rows: figures.box_figure(
+        rows, "topic", "score", series="kind", title=title, xlabel="topic", ylabel=r["measure"]))}
+    if "components" in rows:
+        plots["components"] = Plot("Share of variance", rows["components"], lambda rows: figures.bar_figure(
+            rows, "component", "share", title="Share of variance by component", xlabel="component",
+            ylabel="share of variance"))
+    return tables, plots
+
+
+_PRESENT = {"evaluate": _present_evaluate, "agreement": _present_agreement, "intents": _present_intents,
+            "rank_correlation": _present_rank_correlation, "variance": _present_variance,
+            "variability": _present_variability}
+
+
+def present(kind: str, result: dict) -> tuple[list[Table], dict[str, Plot]]:
+    """The tables and the figures of a finished analysis."""
+    return _PRESENT[kind](result)

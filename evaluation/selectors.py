@@ -1,0 +1,16 @@
+"""Reads of the evaluation app's own rows (analyses recorded for the pages)."""
+from __future__ import annotations
+
+from .models import Analysis
+
+
+def analysis_list(kind: str | None = None):
+    qs = Analysis.objects.all()
+    return qs.filter(kind=kind) if kind else qs
+
+
+def analysis_get(analysis_id: int) -> Analysis:
+    try:
+        return Analysis.objects.get(pk=analysis_id)
+    except Analysis.DoesNotExist:
+        raise ValueError(f"no analysis with id {analysis_id}") from None

@@ -1,0 +1,64 @@
+"""Celery tasks: take ids, call one service, own retries.
+
+A message names an analysis (a row of the ledger) and is only a wake-up: a duplicate
+delivery finds it finished or held and returns without touching it.
+"""
+from __future__ import annotations
+
+import logging
+
+from celery import Task, shared_task
+from django.db import InterfaceError, OperationalError
+
+log = logging.getLogger(__name__)
+
+TRANSIENT = (OperationalError, InterfaceError)
+
+
+class AnalysisTask(Task):
+    def on_failure(self, exc, task_id, args, kwargs, einfo):
+        """Retries exhausted: fail the analysis that waits for one (the service already
+        failed it for any other error)."""
+        from .services import analysis_fail, analysis_failure_message
+
+        analysis_id = args[0] if args else kwargs.get("analysis_id")
+        if analysis_id is not None:
+            analysis_fail(analysis_id, analysis_failure_message(exc))
+
+
+@shared_task(
+    base=AnalysisTask,
+    bind=True,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    autoretry_for=TRANSIENT,
+    retry_backoff=5,
+    retry_backoff_max=300,
+    retry_jitter=True,
+    max_retries=5,
+    soft_time_limit=55 * 60,
+    time_limit=60 * 60,
+)
+def analysis_run_task(self, analysis_id: int) -> None:
+    """Run analysis ``analysis_id`` (see :func:`evaluation.services.analysis_run`).
+
+    Database connection errors are retried with backoff; any other error fails the
+    analysis with its message and is not retried."""
+    from .services import analysis_run
+
+    log.info("analysis %s (delivery %s)", analysis_id, self.request.retries + 1)
+    try:
+        analysis_run(analysis_id, retry_on=TRANSIENT)
+    except ValueError:
+        pass  # recorded on the analysis: a bad parameter, not a worker failure
+
+
+@shared_task(ignore_result=True, time_limit=5 * 60)
+def analyses_reconcile_task(on_start: bool = False) -> dict:
+    """Re-queue analyses of dead workers and lost messages (every minute under beat)."""
+    from retrieval.leases import lease_seconds
+
+    from .services import analyses_reconcile
+
+    r = analyses_reconcile(wake_after=lease_seconds() if on_start else None)
+    return {"requeued": len(r.requeued), "failed": len(r.failed), "woken": len(r.woken)}

@@ -1,0 +1,230 @@
+"""Evaluation pages: staff only; a form records an analysis and queues it on commit; the
+Celery task function (called directly, not in eager mode) runs it once; the page shows
+progress, the tables and figures, or the error; downloads have the right types."""
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.management import call_command
+
+from evaluation import reports, services
+from evaluation.models import Analysis
+from evaluation.ranking import correlations
+from evaluation.tasks import analysis_run_task
+from evaluation.variability import variability
+from judging.services import judgments_import
+from pooling.services import qrels_import
+from tests.evaluation.test_variability import SYSTEM_P2, build
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def staff(client):
+    user = User.objects.create_user("org", password="pw", is_staff=True)
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def small(tmp_path):
+    build(tmp_path)
+    # diversity qrels: two intents per topic (for variance components)
+    div = tmp_path / "div.txt"
+    div.write_text("".join(f"{t} {i} d{d} {int((d + i + int(t)) % 3 == 0)}\n"
+                           for t in ("1", "2", "3") for i in (1, 2) for d in range(1, 7)))
+    qrels_import(div, format="diversity", name="div")
+    # a second adhoc judgment set: topic 1 finds d6 relevant instead of d2
+    other = tmp_path / "other.txt"
+    other.write_text("1 0 d1 1\n1 0 d6 1\n1 0 d2 0\n2 0 d3 1\n3 0 d4 1\n3 0 d5 1\n")
+    judgments_import(other, format="adhoc", name="other")
+    # three assessors with intents (agreement, intent properties)
+    labels = tmp_path / "labels.tsv"
+    grades = {"a": [1, 1, 0, 0, 1, 0], "b": [1, 0, 0, 0, 1, 0], "c": [1, 1, 0, 1, 1, 0]}
+    labels.write_text("".join(f"{t}\t{i}\td{d + 1}\t{a}\t{g[(d + i) % 6]}\n" for t in ("1", "2")
+                              for i in (1, 2) for a, g in grades.items() for d in range(6)))
+    judgments_import(labels, format="tsv", name="crowd")
+    return tmp_path
+
+
+def _submit(client, kind, data, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        response = client.post(f"/evaluation/new/{kind}/", data)
+    assert response.status_code == 302, response.content.decode()[:3000]
+    analysis = Analysis.objects.get()
+    assert response["Location"] == f"/evaluation/analyses/{analysis.pk}/"
+    assert analysis.status == "queued" and len(callbacks) == 1  # the wake-up, once committed
+    return analysis
+
+
+def _run(analysis):
+    analysis_run_task(analysis.pk)  # the task function itself, in this process
+    analysis.refresh_from_db()
+    return analysis
+
+
+def test_staff_only(client, small):
+    for url in ("/evaluation/", "/evaluation/new/variability/"):
+        assert client.get(url).status_code == 302
+    user = User.objects.create_user("worker", password="pw")
+    client.force_login(user)
+    assert client.get("/evaluation/").status_code == 302
+    a = services.analysis_create("variability", {"topic_set": "small"})
+    assert client.get(f"/evaluation/analyses/{a.pk}/").status_code == 302
+
+
+def test_index_lists_every_analysis_kind(staff, small):
+    page = staff.get("/evaluation/").content.decode()
+    for kind, _ in Analysis.KIND_CHOICES:
+        assert f"/evaluation/new/{kind}/" in page
+    assert staff.get("/evaluation/new/nope/").status_code == 404
+    form = staff.get("/evaluation/new/variability/").content.decode()
+    assert '<option value="judgments:nist">' in form and '<option value="qrels:nist-qrels">' in form
+    assert '<option value="small">' in form
+
+
+def test_variability_page_tables_figures_downloads(staff, small, django_capture_on_commit_callbacks):
+    analysis = _submit(staff, "variability", {"topic_set": "small", "source": "judgments:nist",
+                                              "measure": "P@2", "model": "bm25"},
+                       django_capture_on_commit_callbacks)
+    assert analysis.params == {"topic_set": "small", "judgments": "nist", "measure": "P@2", "model": "bm25"}
+    queued = staff.get(f"/evaluation/analyses/{analysis.pk}/").content.decode()
+    assert "Queued" in queued and 'http-equiv="refresh"' in queued
+    analysis = _run(analysis)
+    assert analysis.status == "done" and analysis.progress == 1.0 and analysis.attempts == 1
+    expected = json.loads(json.dumps(variability("small", measure="P@2", judgments="nist", model="bm25")))
+    assert analysis.result == expected
+    page = staff.get(f"/evaluation/analyses/{analysis.pk}/").content.decode()
+    assert page.count("<svg") == 2 and 'role="img"' in page and "refresh" not in page
+    assert "Per topic: P@2 over user variants (bm25) and systems" in page
+    assert '<td class="num">0.5000</td>' in page  # topic 1: sd over variants and systems
+    base = f"/evaluation/analyses/{analysis.pk}/figures/spread"
+    for fmt, ctype, magic in (("png", "image/png", b"\x89PNG"), ("pdf", "application/pdf", b"%PDF"),
+                              ("svg", "image/svg+xml", b"<?xml")):
+        r = staff.get(f"{base}.{fmt}")
+        assert r.status_code == 200 and r["Content-Type"] == ctype and r.content.startswith(magic)
+        assert r["Content-Disposition"] == f'attachment; filename="variability-{analysis.pk}-spread.{fmt}"'
+    r = staff.get(f"{base}.csv")
+    assert r["Content-Type"] == "text/csv; charset=utf-8"
+    lines = r.content.decode().splitlines()
+    assert lines[0] == "topic,kind,name,people,score" and "1,systems,sysC,,1.0" in lines
+    assert len(lines) == 1 + 8 + sum(len(v) for v in SYSTEM_P2.values())
+    assert staff.get(f"{base}.gif").status_code == 404
+    assert staff.get(f"/evaluation/analyses/{analysis.pk}/figures/nope.png").status_code == 404
+    table = staff.get(f"/evaluation/analyses/{analysis.pk}/tables/1.csv")
+    assert table["Content-Type"] == "text/csv; charset=utf-8"
+    assert table.content.decode().splitlines()[0].startswith("component,sd,share")
+    r = staff.get(f"/evaluation/analyses/{analysis.pk}/result.json")
+    assert r["Content-Type"] == "application/json" and json.loads(r.content) == expected
+
+
+def test_a_second_delivery_does_nothing(staff, small):
+    analysis = services.analysis_create("variability", {"topic_set": "small", "judgments": "nist",
+                                                        "measure": "P@2", "model": "bm25"})
+    analysis = _run(analysis)
+    finished = analysis.finished
+    analysis = _run(analysis)
+    assert (analysis.status, analysis.attempts, analysis.finished) == ("done", 1, finished)
+
+
+def test_a_bad_parameter_fails_the_analysis_with_a_readable_error(staff, small):
+    analysis = services.analysis_create("variability", {"topic_set": "small", "judgments": "nist",
+                                                        "measure": "P@2"})
+    analysis = _run(analysis)  # the task records the error and does not raise
+    assert analysis.status == "failed"
+    assert analysis.error.startswith("Topic set 'small' has variant rankings of more than one model")
+    page = staff.get(f"/evaluation/analyses/{analysis.pk}/").content.decode()
+    assert 'role="alert"' in page and "choose one with --model" in page
+    assert staff.get(f"/evaluation/analyses/{analysis.pk}/figures/spread.png").status_code == 404
+
+
+def test_form_errors_name_the_field(staff, small):
+    r = staff.post("/evaluation/new/variability/", {"topic_set": "small", "source": "", "measure": "P@2 AP"})
+    page = r.content.decode()
+    assert r.status_code == 200 and "give exactly one measure" in page
+    assert "This field is required" in page  # the judgments
+    r = staff.post("/evaluation/new/evaluate/", {"topic_set": "small", "source": "judgments:nist",
+                                                 "measures": "XYZ@3", "order": "trec_eval"})
+    assert r.status_code == 200 and "XYZ" in r.content.decode()
+    assert not Analysis.objects.exists()
+
+
+def test_evaluate_page(staff, small, django_capture_on_commit_callbacks):
+    analysis = _submit(staff, "evaluate", {"topic_set": "small", "runs": ["small/sysA", "small/sysB"],
+                                           "source": "qrels:nist-qrels", "measures": "P@2 AP",
+                                           "order": "trec_eval"}, django_capture_on_commit_callbacks)
+    analysis = _run(analysis)
+    assert analysis.status == "done", analysis.error
+    out = io.StringIO()
+    call_command("evaluate", "--topic-set", "small", "--tag", "sysA", "--tag", "sysB", "--judgments", "nist",
+                 "--measures", "P@2 AP", "--json", stdout=out)
+    assert analysis.result["runs"] == json.loads(out.getvalue())["runs"]
+    assert analysis.result["runs"]["sysA"]["mean"]["P@2"] == pytest.approx((.5 + .5 + 1) / 3)
+    page = staff.get(f"/evaluation/analyses/{analysis.pk}/").content.decode()
+    assert "Mean over topics" in page and "<svg" in page and '<td class="num">0.6667</td>' in page
+    r = staff.get(f"/evaluation/analyses/{analysis.pk}/tables/0.csv")
+    assert r.content.decode().splitlines()[1] == f"sysA,{2 / 3!r},{analysis.result['runs']['sysA']['mean']['AP']!r}"
+
+
+def test_evaluate_refuses_runs_of_another_topic_set(staff, small):
+    r = staff.post("/evaluation/new/evaluate/", {"topic_set": "small", "runs": ["elsewhere/x"],
+                                                 "source": "judgments:nist", "measures": "AP", "order": "trec_eval"})
+    assert r.status_code == 200 and "Select a valid choice" in r.content.decode()
+
+
+def test_rank_correlation_page(staff, small, django_capture_on_commit_callbacks):
+    analysis = _submit(staff, "rank_correlation", {"topic_set": "small", "source": "judgments:nist",
+                                                   "source_b": "judgments:other", "measure": "P@2"},
+                       django_capture_on_commit_callbacks)
+    analysis = _run(analysis)
+    assert analysis.status == "done", analysis.error
+    r = analysis.result
+    first = {s["system"]: s["first"] for s in r["scores"]}
+    assert first == {"sysA": pytest.approx(2 / 3), "sysB": pytest.approx(1 / 6), "sysC": pytest.approx(0.5)}
+    second = {s["system"]: s["second"] for s in r["scores"]}
+    assert r["tau_b"] == correlations(first, second)["tau_b"]
+    page = staff.get(f"/evaluation/analyses/{analysis.pk}/").content.decode()
+    assert "tau_b" in page and "<svg" in page
+    assert staff.get(f"/evaluation/analyses/{analysis.pk}/figures/scores.pdf")["Content-Type"] == "application/pdf"
+
+
+def test_variance_page_has_the_allocation_plot(staff, small, django_capture_on_commit_callbacks):
+    analysis = _submit(staff, "variance", {"topic_set": "small", "source": "qrels:div", "measure": "P@2",
+                                           "budget": "12"}, django_capture_on_commit_callbacks)
+    analysis = _run(analysis)
+    assert analysis.status == "done", analysis.error
+    r = analysis.result
+    assert [(a["queries"], a["intents"]) for a in r["allocation"]] == [(12, 1), (6, 2), (4, 3), (3, 4),
+                                                                      (2, 6), (1, 12)]
+    page = staff.get(f"/evaluation/analyses/{analysis.pk}/").content.decode()
+    assert "Variance of the mean for N queries × M intents, N·M = 12" in page
+    csv_lines = staff.get(f"/evaluation/analyses/{analysis.pk}/figures/allocation.csv").content.decode().splitlines()
+    assert csv_lines[0] == "intents,queries,quantity,variance"
+    tables, plots = reports.present("variance", r)
+    assert len(csv_lines) == 1 + len(plots["allocation"].rows)
+
+
+def test_agreement_and_intents_pages(staff, small, django_capture_on_commit_callbacks):
+    analysis = _submit(staff, "agreement", {"judgments": "crowd", "relevant_from": "1"},
+                       django_capture_on_commit_callbacks)
+    analysis = _run(analysis)
+    assert analysis.status == "done", analysis.error
+    from evaluation import analysis as analyses
+
+    assert analysis.result == json.loads(json.dumps(analyses.agreement_report(
+        analyses.labels_from_judgments("crowd"))))
+    page = staff.get(f"/evaluation/analyses/{analysis.pk}/").content.decode()
+    assert "Per intent" in page and "fleiss_kappa" in page
+    Analysis.objects.all().delete()
+    analysis = _submit(staff, "intents", {"judgments": "crowd", "user_judgments": "crowd", "alpha": "0.5",
+                                          "beta": "0.5", "similarity": "jaccard"},
+                       django_capture_on_commit_callbacks)
+    analysis = _run(analysis)
+    assert analysis.status == "done", analysis.error
+    page = staff.get(f"/evaluation/analyses/{analysis.pk}/").content.decode()
+    assert "Intents" in page and "<svg" in page
+    r = staff.get(f"/evaluation/analyses/{analysis.pk}/figures/beta-curves.png")
+    assert r["Content-Type"] == "image/png"

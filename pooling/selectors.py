@@ -216,8 +216,9 @@ def ranking_contributions(
     finished runs only, one ranking per variant of the one allowed model and collection) as
     remapped contributions.
 
-    Returns ``(records, contributions, remap)``: the retrieval records (labels, users),
-    the parallel :class:`pooling.pools.Contribution` list with dense docids, and the remap.
+    Returns ``(records, contributions, remap)``: the retrieval records (labels, users;
+    read without their scores), the parallel :class:`pooling.pools.Contribution` list with
+    dense docids, and the remap.
     A user contribution weighs its number of answers (``weight``: a variant typed by w
     people counts w). With ``depth`` the contributions (and the remap) hold only each
     ranking's top ``depth``; the records keep their whole rankings.
@@ -229,7 +230,7 @@ def ranking_contributions(
     topics_seen = 0
     for rec in ranking_records(
         topic_set_name, sources=SOURCE_KINDS[sources], model_name=model_name,
-        collection_name=collection_name, topic_ids=topic_ids,
+        collection_name=collection_name, topic_ids=topic_ids, with_scores=False,
     ):
         if rec.topic_id != last_topic:
             last_topic = rec.topic_id

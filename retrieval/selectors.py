@@ -28,7 +28,7 @@ class RankingRecord:
     weight: int
     users: tuple[str, ...]
     docids: np.ndarray
-    scores: np.ndarray
+    scores: np.ndarray | None  # None when read without scores
 
 
 def collection_get(name: str) -> Collection:
@@ -137,6 +137,7 @@ def ranking_records(
     model_name: str | None = None,
     collection_name: str | None = None,
     topic_ids: Iterable[str] | None = None,
+    with_scores: bool = True,
 ) -> Iterator[RankingRecord]:
     """Stream the rankings that contribute to pools and analyses of a topic set, as packed
     arrays.
@@ -145,24 +146,18 @@ def ranking_records(
     variants run of the one (collection, model) that :func:`user_ranking_source_get`
     allows — never two models or two runs of one person's query. System rankings: one per
     finished imported run (tags are unique per topic set). Order: topic id, then source,
-    then run id, then label — deterministic.
+    then run id, then label — deterministic. ``with_scores=False`` leaves the scores in
+    the database (pools need only the docids: a third of the bytes).
     """
     qs = RunQuery.objects.filter(
         _contributing(topic_set_name, sources, model_name, collection_name),
         run__topic_set__name=topic_set_name, ranking__isnull=False)
     if topic_ids is not None:
         qs = qs.filter(topic__topic_id__in=[str(t) for t in topic_ids])
-    rows = qs.order_by("topic__topic_id", "run__kind", "run_id", "label").values_list(
-        "topic__topic_id",
-        "run__kind",
-        "run_id",
-        "label",
-        "weight",
-        "users",
-        "ranking__docids",
-        "ranking__scores",
-    )
-    for topic_id, kind, run_id, label, weight, users, d, s in rows.iterator(chunk_size=2000):
+    columns = ["topic__topic_id", "run__kind", "run_id", "label", "weight", "users",
+               "ranking__docids"] + (["ranking__scores"] if with_scores else [])
+    rows = qs.order_by("topic__topic_id", "run__kind", "run_id", "label").values_list(*columns)
+    for topic_id, kind, run_id, label, weight, users, d, *s in rows.iterator(chunk_size=2000):
         yield RankingRecord(
             topic_id=topic_id,
             source="system" if kind == Run.KIND_SYSTEM else "user",
@@ -171,7 +166,7 @@ def ranking_records(
             weight=weight,
             users=tuple(u for u in users.split("\n") if u),
             docids=np.frombuffer(bytes(d), dtype=DOCID_DTYPE),
-            scores=np.frombuffer(bytes(s), dtype=SCORE_DTYPE),
+            scores=np.frombuffer(bytes(s[0]), dtype=SCORE_DTYPE) if with_scores else None,
         )
 
 

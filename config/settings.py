@@ -42,6 +42,10 @@ INSTALLED_APPS = [
     "pooling",
     "judging",
     "evaluation",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
 ]
 
 MIDDLEWARE = [
@@ -173,6 +177,13 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_TASK_DEFAULT_QUEUE", default="celery")
+# Optional: send retrieval chunks (the JVM work) to a queue of their own, so retrieval
+# workers can be scaled on other machines apart from the workers that build pools.
+CELERY_RETRIEVAL_QUEUE = env.str("CELERY_RETRIEVAL_QUEUE", default="")
+if CELERY_RETRIEVAL_QUEUE:
+    CELERY_TASK_ROUTES = {
+        "retrieval.tasks.chunk_retrieve_task": {"queue": CELERY_RETRIEVAL_QUEUE},
+    }
 # The reconciler runs when a worker starts, every minute here (celery beat, or
 # `celery worker -B`), and on demand with `manage.py recover`.
 CELERY_BEAT_SCHEDULE = {
@@ -202,4 +213,42 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
+}
+
+# --- API for scripts (/api/): token auth, staff-only writes, bounded pages --------------
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["common.api.ReadAuthenticatedWriteStaff"],
+    "DEFAULT_PAGINATION_CLASS": "common.api.Pages",
+    "PAGE_SIZE": 50,
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "URL_FORMAT_OVERRIDE": None,
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "IR test collections with user query variability",
+    "DESCRIPTION": "Topic sets, query variants, runs, pools, judging and evaluations. "
+                   "Authenticate with `Authorization: Token <key>`; writes need a staff account.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",  # UI assets served from static files, never a CDN
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
+    "ENUM_NAME_OVERRIDES": {
+        "RunKindEnum": "retrieval.models.Run.KIND_CHOICES",
+        "RetrievalModelKindEnum": "retrieval.models.RetrievalModel.KIND_CHOICES",
+        "AnalysisKindEnum": "evaluation.models.Analysis.KIND_CHOICES",
+        "CollectionStatusEnum": "retrieval.models.Collection.STATUS_CHOICES",
+        "JobStatusEnum": "retrieval.leases.STATUS_CHOICES",
+        "JudgingOrderEnum": "judging.models.JudgingTask.ORDER_CHOICES",
+        "JudgingModeEnum": "judging.models.JudgingTask.MODE_CHOICES",
+        "RankingOrderEnum": "evaluation.measures.runs.ORDERS",
+    },
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "common.api.error_responses_hook",
+    ],
 }

@@ -181,14 +181,17 @@ def first_difference(a: Path, b: Path) -> str:
     """``line N: 'old' != 'new'`` for the first line where the two files differ."""
     with open(a, "rb") as fa, open(b, "rb") as fb:
         n = 0
-        for n, (la, lb) in enumerate(zip(fa, fb), 1):
-            if la != lb:
+        while True:
+            n += 1
+            la, lb = fa.readline(), fb.readline()
+            if la == lb:
+                if not la:
+                    return "the files differ in their bytes but not line by line"
+                continue
+            if la and lb:
                 return f"line {n}: {_show(la)} recorded, {_show(lb)} now"
-        rest_a, rest_b = fa.readline(), fb.readline()
-    if rest_a or rest_b:
-        longer = "recorded" if rest_a else "recomputed"
-        return f"line {n + 1}: only the {longer} output has it ({_show(rest_a or rest_b)})"
-    return "the files differ in their bytes but not line by line"
+            longer = "recorded" if la else "recomputed"
+            return f"line {n}: only the {longer} output has it ({_show(la or lb)})"
 
 
 def _show(line: bytes, limit: int = 120) -> str:

@@ -24,8 +24,11 @@ def _add_flag(parser, default) -> None:
 
 
 def _argv(parser: argparse.ArgumentParser, options: dict) -> list[str]:
-    """Arguments that parse back to ``options`` (every non-None value given explicitly)."""
+    """Arguments that parse back to ``options`` (every non-None value given explicitly):
+    positionals first, then options, options with several values last (so they cannot
+    swallow a positional), then the sub-command and its own arguments."""
     opts: list[str] = []
+    lists: list[str] = []
     positionals: list[str] = []
     sub: list[str] = []
     for action in parser._actions:
@@ -54,10 +57,10 @@ def _argv(parser: argparse.ArgumentParser, options: dict) -> list[str]:
                 opts += [flag, str(v)]
         elif isinstance(value, (list, tuple)):
             if value:
-                opts += [flag, *map(str, value)]
+                lists += [flag, *map(str, value)]
         else:
             opts += [flag, str(value)]
-    return opts + positionals + sub
+    return positionals + opts + lists + sub
 
 
 def _jsonable(value):

@@ -118,6 +118,13 @@ def _scale(ax, xlog: bool, ylog: bool, xint: bool = False, yint: bool = False) -
         _linear_axis(ax.yaxis, yint)
 
 
+def _category_ticks(ax, cats: list[str]) -> None:
+    """Category labels, turned upright when they would not fit side by side."""
+    crowded = sum(len(c) + 1 for c in cats) > 70
+    ax.set_xticks(range(len(cats)), cats, rotation=90 if crowded else 0,
+                  fontsize=8 if len(cats) > 30 else None)
+
+
 def _series(rows: Sequence[dict], series: str | None) -> list[tuple[str, list[dict]]]:
     """Rows grouped by the ``series`` column in first-seen order (one group without it)."""
     if not series:
@@ -212,8 +219,7 @@ def bar_figure(rows: Sequence[dict], x: str, y: str, *, series: str | None = Non
         xs = [c + (i - (len(groups) - 1) / 2) * width for c in range(len(cats))]
         ax.bar(xs, [values.get(c) or 0 for c in cats], width=width * 0.95,
                color=COLOURS[i % len(COLOURS)], label=name or None)
-    ax.set_xticks(range(len(cats)), cats, rotation=90 if len(cats) > 12 else 0,
-                  fontsize=8 if len(cats) > 25 else None)
+    _category_ticks(ax, cats)
     ax.grid(False, axis="x")
     if ylog:
         ax.set_yscale("log")
@@ -248,8 +254,7 @@ def box_figure(rows: Sequence[dict], group: str, value: str, *, series: str | No
                    whiskerprops={"color": colour}, capprops={"color": colour},
                    flierprops={"marker": "o", "markersize": 3, "markeredgecolor": colour})
         ax.plot([], [], color=colour, linewidth=6, alpha=0.5, label=name or None)
-    ax.set_xticks(range(len(cats)), cats, rotation=90 if len(cats) > 12 else 0,
-                  fontsize=8 if len(cats) > 25 else None)
+    _category_ticks(ax, cats)
     ax.set_xlim(-0.6, len(cats) - 0.4)
     ax.grid(False, axis="x")
     _linear_axis(ax.yaxis)

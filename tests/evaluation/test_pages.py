@@ -228,3 +228,26 @@ def test_agreement_and_intents_pages(staff, small, django_capture_on_commit_call
     assert "Intents" in page and "<svg" in page
     r = staff.get(f"/evaluation/analyses/{analysis.pk}/figures/beta-curves.png")
     assert r["Content-Type"] == "image/png"
+
+
+def test_reconciler_requeues_a_dead_workers_analysis_and_wakes_a_lost_message(small,
+                                                                             django_capture_on_commit_callbacks):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from evaluation.tasks import analyses_reconcile_task
+
+    params = {"topic_set": "small", "judgments": "nist", "measure": "P@2", "model": "bm25"}
+    lost = services.analysis_create("variability", params)
+    dead = services.analysis_create("variability", params)
+    long_ago = timezone.now() - timedelta(hours=1)
+    Analysis.objects.filter(pk=lost.pk).update(woken=long_ago)
+    Analysis.objects.filter(pk=dead.pk).update(status="running", holder="elsewhere:1", attempts=1,
+                                               lease_expires=long_ago)
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        counts = analyses_reconcile_task()
+    assert counts == {"requeued": 1, "failed": 0, "woken": 1} and len(callbacks) == 2
+    dead.refresh_from_db()
+    assert dead.status == "queued" and "expired" in dead.error
+    assert _run(dead).status == "done"

@@ -176,9 +176,10 @@ class RunSet:
 
 def _ties_by_docid_descending(codes: np.ndarray, scores: np.ndarray) -> np.ndarray:
     """Codes of rankings already ordered by score descending, with each run of equal scores
-    reordered by docid descending. Only the tied positions are touched: numbered groups of
-    equal scores along the flattened array, then one stable sort of
-    ``group * V + (V - 2 - code)``, which is already sorted by group."""
+    reordered by docid descending. Only the tied positions are touched: groups written in
+    docid ascending order (the usual way) are reversed; otherwise the groups of equal scores
+    are numbered along the flattened array and one stable sort of
+    ``group * V + (V - 2 - code)``, already sorted by group, orders them."""
     tie = (scores[..., :-1] == scores[..., 1:]) & (codes[..., 1:] != PAD_CODE)
     if not bool(np.any(tie & (codes[..., :-1] < codes[..., 1:]))):
         return codes
@@ -189,12 +190,20 @@ def _ties_by_docid_descending(codes: np.ndarray, scores: np.ndarray) -> np.ndarr
     mark[first] = 1  # tied with the next position
     mark[first + 1] |= 2  # tied with the previous one
     where = np.flatnonzero(mark)
-    group = np.cumsum((mark[where] & 2) == 0, dtype=np.int64)
+    starts = (mark[where] & 2) == 0
     out = codes.reshape(-1).copy()
     tied = out[where]
-    v = int(tied.max()) + 2
-    key = group * v + (v - 2 - tied.astype(np.int64))
-    out[where] = tied[np.argsort(key, kind="stable")]
+    if not bool(np.any(tie & (codes[..., :-1] > codes[..., 1:]))):
+        # every group is in docid ascending order (as most tools write runs): reverse each
+        first_of = np.flatnonzero(starts)
+        sizes = np.diff(np.append(first_of, len(where)))
+        mirror = np.repeat(2 * first_of + sizes - 1, sizes) - np.arange(len(where))
+        out[where] = tied[mirror]
+    else:
+        group = np.cumsum(starts, dtype=np.int64)
+        v = int(tied.max()) + 2
+        key = group * v + (v - 2 - tied.astype(np.int64))
+        out[where] = tied[np.argsort(key, kind="stable")]
     return out.reshape(codes.shape)
 
 

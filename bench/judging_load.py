@@ -71,6 +71,8 @@ def parse_args(argv=None):
     p.add_argument("--pg", default="postgres://postgres@127.0.0.1:5432")
     p.add_argument("--database", default="qv_judging_load")
     p.add_argument("--json", type=Path, default=ROOT / "bench" / "out" / "judging_load.json")
+    p.add_argument("--reuse", action="store_true",
+                   help="keep the scratch database and task of the previous run")
     return p.parse_args(argv)
 
 
@@ -151,16 +153,18 @@ class Results:
 def assessor(i: int, session: str, args, results: Results, barrier: threading.Barrier):
     rng = random.Random(i)
     name = f"a{i:02d}"
-    b = Browser(args.port, 30)
+    b = Browser(args.port, 120)
     b.cookies["sessionid"] = session
     acked: set[str] = set()
     next_ms, submit_ms, repeat_ms, peer_ms = [], [], [], []
     try:
         # warm-up, untimed on both sides: one page and the peer page (each gunicorn worker
         # starts its JVM on its first document); the clock starts when all are warm
-        b.request("GET", "/judging/tasks/big/")
-        b.request("GET", "/accounts/login/")
-        barrier.wait(timeout=300)
+        try:
+            b.request("GET", "/judging/tasks/big/")
+            b.request("GET", "/accounts/login/")
+        finally:
+            barrier.wait(timeout=600)
         time.sleep(rng.uniform(0, 1))  # arrivals spread over a second
         deadline = time.monotonic() + args.seconds
         for _ in range(100_000):
@@ -199,12 +203,13 @@ def assessor(i: int, session: str, args, results: Results, barrier: threading.Ba
         results.acked[name] = acked
 
 
-def check(results: Results, k: int) -> dict:
+def check(results: Results, k: int, since) -> dict:
+    """The database against what the clients saw, for the labels made since ``since``."""
     from django.db.models import Count
 
     from judging.models import JudgingSlot, Label
 
-    labels = Label.objects.filter(judgment_set__name="big")
+    labels = Label.objects.filter(judgment_set__name="big", created__gte=since)
     stored: dict[str, set[str]] = {}
     for a, d in labels.filter(current=True).values_list("assessor", "docid").distinct():
         stored.setdefault(a, set()).add(d)
@@ -217,6 +222,19 @@ def check(results: Results, k: int) -> dict:
     return {"submits_acknowledged": sum(len(v) for v in results.acked.values()),
             "labels": labels.count(), "lost": lost, "duplicated": duplicated,
             "stored_not_acknowledged": unacked, "items_over_k": over_k}
+
+
+def server_times(log: Path) -> dict:
+    """Time per request inside gunicorn (from its access log: request read to response
+    written), per kind of request, warm-up requests included."""
+    kinds = {("GET", "/judging/tasks/big/"): "next_item", ("POST", "/judging/tasks/big/"): "submit",
+             ("GET", "/accounts/login/"): "peer_login_page"}
+    got: dict[str, list[float]] = {k: [] for k in kinds.values()}
+    for line in log.read_text().splitlines():
+        parts = line.split()
+        if len(parts) == 4 and (parts[0], parts[1]) in kinds:
+            got[kinds[(parts[0], parts[1])]].append(float(parts[3]))
+    return {k: summary(v) for k, v in got.items()}
 
 
 def summary(ms: list[float]) -> dict:
@@ -232,7 +250,8 @@ def main(argv=None) -> int:
                SECRET_KEY=secrets.token_urlsafe(32), ALLOWED_HOSTS=HOST, LOG_LEVEL="WARNING",
                DJANGO_SETTINGS_MODULE="config.settings")
     os.environ.update(env)
-    recreate_database(args.pg, args.database)
+    if not args.reuse:
+        recreate_database(args.pg, args.database)
     py = str(ROOT / ".venv" / "bin" / "python")
     subprocess.run([py, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=env, check=True,
                    timeout=300)
@@ -240,12 +259,22 @@ def main(argv=None) -> int:
     import django
 
     django.setup()
-    work = Path(tempfile.mkdtemp(prefix="judging-load-"))
-    setup = build(args, work)
+    from django.contrib.auth.models import User
+    from judging.models import JudgingTask
+
+    if args.reuse and JudgingTask.objects.filter(name="big").exists():
+        setup = {"reused": True}
+        User.objects.filter(username__regex=r"^a[0-9]+$").delete()
+    else:
+        work = Path(tempfile.mkdtemp(prefix="judging-load-"))
+        setup = build(args, work)
     sessions = session_cookies(args.assessors)
+    access_log = Path(tempfile.mkdtemp(prefix="judging-load-log-")) / "access.log"
     gunicorn = [str(ROOT / ".venv" / "bin" / "gunicorn"), "config.wsgi:application",
                 "--bind", f"{HOST}:{args.port}", "--workers", str(args.gunicorn_workers),
-                "--backlog", "2048", "--timeout", "60", "--log-level", "warning"]
+                "--backlog", "2048", "--timeout", "60", "--log-level", "warning",
+                "--access-logfile", str(access_log),
+                "--access-logformat", "%(m)s %(U)s %(s)s %(M)s"]
     proc = subprocess.Popen(gunicorn, cwd=ROOT, env=env, start_new_session=True)
     results = Results()
     try:
@@ -256,7 +285,10 @@ def main(argv=None) -> int:
                    for i, s in enumerate(sessions)]
         for t in threads:
             t.start()
-        barrier.wait(timeout=300)
+        from django.utils import timezone
+
+        since = timezone.now()
+        barrier.wait(timeout=600)
         cpu_before = cpu_snapshot(proc.pid, args.database)
         start = time.monotonic()
         deadline = start + args.seconds + 1
@@ -278,7 +310,8 @@ def main(argv=None) -> int:
         "repeat_submit_ms": summary(results.repeat_ms),
         "peer_login_page_ms": summary(results.peer_ms),
         "submits_per_second": round(len(results.submit_ms) / wall, 1),
-        "check": check(results, args.k), "errors": results.errors[:20],
+        "server_side_ms": server_times(access_log),
+        "check": check(results, args.k, since), "errors": results.errors[:20],
     }
     if results.peer_ms:
         peer = pct(results.peer_ms, 95)

@@ -77,7 +77,7 @@ def _trec(path: Path) -> dict:
 
 @pytest.mark.integration
 @pytest.mark.slow
-def test_demo_end_to_end(broker, shared_data, tmp_path):
+def test_demo_end_to_end(broker, shared_data, tmp_path, admin_client):
     import pytrec_eval
 
     cacm = shared_data / "small-corpora" / "cacm"
@@ -155,3 +155,10 @@ def test_demo_end_to_end(broker, shared_data, tmp_path):
         for got, m in zip(printed.groups(), ("map", "P_10", "ndcg_cut_10")):
             assert float(got) == pytest.approx(mean[m], abs=5e-5), (model, m)
         assert mean["map"] > 0
+
+    # the pages say simulated: the study by its name, the judging task by its assessor
+    pages = re.findall(r"  (study \(simulated workers\)|judging task): http://[^/]+(\S+)", text)
+    assert len(pages) == 2
+    for label, url in pages:
+        page = admin_client.get(url).content.decode()
+        assert ("SIMULATED" if label.startswith("study") else "sim-assessor") in page, url

@@ -1,0 +1,198 @@
+"""Organiser forms in the browser: staff only, the same services as the commands, and a bad
+file names its line and stores nothing."""
+import pytest
+from django.contrib.auth.models import User
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
+
+from crowd.models import QueryVariant, Study, Topic, TopicSet
+from crowd.templatetags.ui import num
+from pooling.models import Pool, Qrels
+from retrieval.models import Run
+
+TOPICS = "id\tstatement\ttitle\nT1\tFind facts about apples.\tapples\nT2\tFind facts about pears.\tpears\n"
+RUN = "".join(f"{q} Q0 d{d} {r} {10 - r}.0 sys\n" for q in ("T1", "T2")
+              for r, d in enumerate((1, 2, 3), start=1))
+
+
+@pytest.fixture
+def staff(client):
+    user = User.objects.create_user("org", password="pw", is_staff=True)
+    client.force_login(user)
+    return client
+
+
+def _upload(name, text):
+    return SimpleUploadedFile(name, text.encode("utf-8"), content_type="text/plain")
+
+
+def _topics(staff, text=TOPICS, name="topics.tsv", topic_set="ts1"):
+    return staff.post(reverse("crowd:organiser_topics_upload"), {
+        "file": _upload(name, text), "format": "tsv", "new_topic_set": topic_set,
+        "ids": "given", "encoding": "utf-8"})
+
+
+URLS = ["organiser_topics_upload", "organiser_variants_upload", "organiser_run_upload",
+        "organiser_qrels_upload", "organiser_study_new", "organiser_retrieval_launch",
+        "organiser_judging_task_new"]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("name", URLS)
+def test_forms_are_for_staff_only(client, name):
+    url = reverse(f"crowd:{name}")
+    assert client.get(url).status_code == 302  # to the sign-in page
+    User.objects.create_user("w", password="pw")
+    client.login(username="w", password="pw")
+    response = client.get(url)
+    assert response.status_code == 302 and "login" in response["Location"]
+    assert client.post(url, {}).status_code == 302
+
+
+@pytest.mark.django_db
+def test_topics_upload_creates_the_set_and_shows_the_project(staff):
+    response = _topics(staff)
+    ts = TopicSet.objects.get(name="ts1")
+    assert response.status_code == 302
+    assert response["Location"] == reverse("crowd:organiser_project", args=[ts.pk])
+    assert sorted(Topic.objects.filter(topic_set=ts).values_list("topic_id", flat=True)) == ["T1", "T2"]
+    page = staff.get(response["Location"])
+    assert page.status_code == 200
+    assert b'id="project-stats"' in page.content
+    assert b"<dt>Topics</dt><dd>2</dd>" in page.content
+    assert b"<dt>Statements</dt><dd>2</dd>" in page.content
+
+
+@pytest.mark.django_db
+def test_bad_topics_file_names_file_and_line_and_stores_nothing(staff):
+    response = _topics(staff, text="id\tstatement\nT1\tok statement\nT1\t\n", name="bad.tsv")
+    assert response.status_code == 400
+    text = response.content.decode()
+    assert 'id="form-errors"' in text
+    assert "bad.tsv, line 3: empty statement" in text
+    assert "upload-" not in text  # the private folder is not shown
+    assert not TopicSet.objects.filter(name="ts1").exists()
+
+
+@pytest.mark.django_db
+def test_topic_set_is_a_select_of_real_sets(staff):
+    _topics(staff)
+    page = staff.get(reverse("crowd:organiser_variants_upload")).content.decode()
+    assert '<select name="topic_set"' in page and '<option value="ts1">ts1</option>' in page
+
+
+@pytest.mark.django_db
+def test_variants_upload_and_bad_variant_line(staff):
+    _topics(staff)
+    url = reverse("crowd:organiser_variants_upload")
+    ok = staff.post(url, {"file": _upload("v.tsv", "T1\tapple facts\tw1\nT2\tpear facts\tw2\n"),
+                          "format": "tsv", "topic_set": "ts1", "encoding": "utf-8"})
+    assert ok.status_code == 302
+    assert QueryVariant.objects.filter(topic__topic_set__name="ts1").count() == 2
+    bad = staff.post(url, {"file": _upload("v2.tsv", "T1\tmore apples\tw3\nT9\tunknown\tw4\n"),
+                           "format": "tsv", "topic_set": "ts1", "encoding": "utf-8"})
+    assert bad.status_code == 400
+    assert "T9" in bad.content.decode()
+    assert QueryVariant.objects.filter(topic__topic_set__name="ts1").count() == 2
+
+
+@pytest.mark.django_db
+def test_run_upload_export_and_bad_line(staff):
+    _topics(staff)
+    url = reverse("crowd:organiser_run_upload")
+    bad = staff.post(url, {"file": _upload("r.txt", RUN + "T1 Q0 d9 x 1.0 sys\n"),
+                           "topic_set": "ts1", "encoding": "utf-8"})
+    assert bad.status_code == 400
+    assert "r.txt" in bad.content.decode() and "line 7" in bad.content.decode(), bad.content.decode()[-1500:]
+    assert not Run.objects.exists()
+    ok = staff.post(url, {"file": _upload("r.txt", RUN), "topic_set": "ts1", "encoding": "utf-8"})
+    assert ok.status_code == 302
+    run = Run.objects.get()
+    exported = staff.get(reverse("crowd:organiser_run_export", args=[run.pk]))
+    assert exported.status_code == 200
+    lines = exported.content.decode().splitlines()
+    assert lines[0].split() == ["T1", "Q0", "d1", "1", "9.0", "sys"] or lines[0].split()[:4] == ["T1", "Q0", "d1", "1"]
+    assert len(lines) == 6
+
+
+@pytest.mark.django_db
+def test_qrels_upload_and_bad_line(staff):
+    _topics(staff)
+    url = reverse("crowd:organiser_qrels_upload")
+    bad = staff.post(url, {"file": _upload("q.txt", "T1 0 d1 1\nT1 0 d2\n"), "format": "adhoc",
+                           "name": "q1", "topic_set": "ts1", "encoding": "utf-8"})
+    assert bad.status_code == 400
+    assert "q.txt" in bad.content.decode() and "line 2" in bad.content.decode(), bad.content.decode()[-1500:]
+    assert not Qrels.objects.exists()
+    ok = staff.post(url, {"file": _upload("q.txt", "T1 0 d1 1\nT2 0 d2 0\n"), "format": "adhoc",
+                          "name": "q1", "topic_set": "ts1", "encoding": "utf-8"})
+    assert ok.status_code == 302
+    assert Qrels.objects.get(name="q1").judgments_count == 2
+
+
+@pytest.mark.django_db
+def test_study_create_shows_prolific_and_mturk_links(staff):
+    _topics(staff)
+    url = reverse("crowd:organiser_study_new")
+    bad = staff.post(url, {"topic_set": "ts1", "name": "s", "consent_text": "I agree",
+                           "completion_code": " ", "responses_per_statement": 2,
+                           "statements_per_worker": 2})
+    assert bad.status_code == 400 and not Study.objects.exists()
+    ok = staff.post(url, {"topic_set": "ts1", "name": "s", "consent_text": "I agree",
+                          "completion_code": "C0DE", "responses_per_statement": 2,
+                          "statements_per_worker": 2})
+    study = Study.objects.get()
+    assert ok["Location"] == reverse("crowd:organiser_study_links", args=[study.pk])
+    page = staff.get(ok["Location"]).content.decode()
+    entry = reverse("crowd:study_entry", kwargs={"slug": study.slug})
+    assert f"{entry}?PROLIFIC_PID={{{{%PROLIFIC_PID%}}}}&amp;STUDY_ID=" in page
+    assert 'id="link-mturk"' in page
+
+
+@pytest.mark.django_db
+def test_pool_judging_task_and_exports(staff):
+    from pooling.services import pool_build, pool_create
+
+    _topics(staff)
+    staff.post(reverse("crowd:organiser_run_upload"),
+               {"file": _upload("r.txt", RUN), "topic_set": "ts1", "encoding": "utf-8"})
+    pool = pool_create(topic_set_name="ts1", sources="systems", depth=2)
+    pool_build(pool.pk)
+    pool.refresh_from_db()
+    assert pool.status == Pool.STATUS_DONE
+    form = staff.get(reverse("crowd:organiser_judging_task_new")).content.decode()
+    assert f'<option value="{pool.pk}">' in form
+    url = reverse("crowd:organiser_judging_task_new")
+    ok = staff.post(url, {"pool": pool.pk, "name": "jt", "mode": "topic", "scale": "binary",
+                          "redundancy": 1, "assessors": "alice, bob\ncarol"})
+    assert ok.status_code == 302, ok.content.decode()[:2000]
+    from judging.selectors import task_get
+    assert sorted(task_get("jt").assessors) == ["alice", "bob", "carol"]
+    dup = staff.post(url, {"pool": pool.pk, "name": "jt", "mode": "topic", "scale": "binary",
+                           "redundancy": 1})
+    assert dup.status_code == 400
+    exported = staff.get(reverse("crowd:organiser_pool_export", args=[pool.pk, "txt"]))
+    assert exported.status_code == 200
+    assert [line.split()[:2] for line in exported.content.decode().splitlines()] == [
+        ["T1", "d1"], ["T1", "d2"], ["T2", "d1"], ["T2", "d2"]]
+    project = staff.get(reverse("crowd:organiser_project", args=[pool.topic_set_id])).content.decode()
+    assert "jt" in project and 'id="project-pools"' in project
+
+
+@pytest.mark.django_db
+def test_variants_export_from_project(staff):
+    _topics(staff)
+    staff.post(reverse("crowd:organiser_variants_upload"),
+               {"file": _upload("v.tsv", "T1\tapple facts\tw1\n"), "format": "tsv",
+                "topic_set": "ts1", "encoding": "utf-8"})
+    ts = TopicSet.objects.get(name="ts1")
+    response = staff.get(reverse("crowd:organiser_variants_export", args=[ts.pk, "tsv"]))
+    assert response.status_code == 200 and "apple facts" in response.content.decode()
+
+
+def test_num_filter_precision():
+    assert num(0.123456, 4) == "0.1235"
+    assert num(3, 4) == "3"
+    assert num(None) == "\u2013"
+    assert num(float("nan")) == "\u2013"
+    assert num("n/a") == "n/a"

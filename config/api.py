@@ -1,8 +1,12 @@
 """The API for scripts, mounted at /api/: each app's resources (from ``<app>/api.py``), the
 OpenAPI 3 schema at /api/schema/ and its documentation at /api/docs/ (Swagger UI, its
 assets served from static files: nothing is fetched from elsewhere)."""
-from django.urls import include, path
+from django.urls import include, path, re_path
+from drf_spectacular.utils import extend_schema
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from rest_framework.decorators import api_view, permission_classes
+from rest_framework.exceptions import NotFound
+from rest_framework.permissions import AllowAny
 from rest_framework.routers import DefaultRouter
 
 from crowd import api as crowd_api
@@ -25,6 +29,16 @@ router.register("judgment-sets", judging_api.JudgmentSetViewSet, basename="judgm
 router.register("analyses", evaluation_api.AnalysisViewSet, basename="analysis")
 router.register("evaluations", evaluation_api.EvaluationViewSet, basename="evaluation")
 
+
+
+@extend_schema(exclude=True)
+@api_view(["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"])
+@permission_classes([AllowAny])
+def not_found(request, rest=""):
+    """Any other address under /api/: a JSON 404, like every other API error."""
+    raise NotFound(f"no API endpoint at {request.path} (addresses end with /; see /api/docs/)")
+
+
 app_name = "api"
 urlpatterns = [
     path("topic-sets/<str:name>/topics/", crowd_api.TopicList.as_view(), name="topic-list"),
@@ -41,4 +55,5 @@ urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
     path("", include(router.urls)),
+    re_path(r"^(?P<rest>.*)$", not_found),
 ]

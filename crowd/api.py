@@ -179,6 +179,8 @@ class StudyCreateSerializer(serializers.Serializer):
 class StudyViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
     """Studies collecting query variants (organisers only: they hold completion codes)."""
 
+    lookup_value_regex = "[^/]+"
+
     permission_classes = [StaffOnly]
 
     def get_queryset(self):

@@ -7,6 +7,7 @@ from __future__ import annotations
 from django.http import Http404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, serializers, status, viewsets
+from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
 from common.api import name_field, service_call
@@ -97,6 +98,8 @@ class AnalysisViewSet(viewsets.ReadOnlyModelViewSet):
     """Every analysis asked for (evaluations, agreement, intents, rank correlation,
     variance, variability), newest first; the detail carries the result once done."""
 
+    lookup_value_regex = "[^/]+"
+
     def get_serializer_class(self):
         return AnalysisDetailSerializer if self.action == "retrieve" else AnalysisSerializer
 
@@ -105,7 +108,11 @@ class AnalysisViewSet(viewsets.ReadOnlyModelViewSet):
         return super().list(request, *args, **kwargs)
 
     def get_queryset(self):
-        return selectors.analysis_list(self.request.query_params.get("kind") or None)
+        kind = self.request.query_params.get("kind") or None
+        kinds = [k for k, _ in Analysis.KIND_CHOICES]
+        if kind is not None and kind not in kinds:
+            raise ValidationError({"kind": [f"must be one of {', '.join(kinds)}, not {kind!r}"]})
+        return selectors.analysis_list(kind)
 
     def get_object(self):
         return _analysis_or_404(self.kwargs["pk"])
@@ -114,6 +121,8 @@ class AnalysisViewSet(viewsets.ReadOnlyModelViewSet):
 class EvaluationViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
     """Evaluations of stored system runs against a judgment set or imported qrels.
     Creating one queues it; its ``status`` turns ``done`` with the ``result``."""
+
+    lookup_value_regex = "[^/]+"
 
     def get_serializer_class(self):
         return {"create": EvaluationCreateSerializer,

@@ -102,6 +102,8 @@ class RunViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
     """Runs, newest first. Creating one records its queries and queues what is not yet
     retrieved; ``status`` and ``completed`` show the progress."""
 
+    lookup_value_regex = "[^/]+"
+
     def get_serializer_class(self):
         return RunCreateSerializer if self.action == "create" else RunSerializer
 

@@ -101,7 +101,7 @@ class ManifestMixin:
         params = {k: _jsonable(v) for k, v in options.items()
                   if k not in _RUNTIME and k not in ("stdout", "stderr")}
         env = manifest.environment(root=settings.BASE_DIR,
-                                   java_home=_java_home())
+                                   java_home=java_home())
         m = manifest.manifest_build(command=name, argv=argv, parameters=params,
                                     output_option=flag, output=str(out), env=env)
         path = manifest.manifest_write(m)
@@ -109,7 +109,7 @@ class ManifestMixin:
         return result
 
 
-def _java_home() -> str | None:
+def java_home() -> str | None:
     home = getattr(settings, "ANSERINI_JAVA_HOME", "") or ""
     if home:
         return home

@@ -13,6 +13,7 @@ judging task and judge part of it from the collection's qrels, evaluate.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -24,6 +25,25 @@ from typing import Callable
 from django.conf import settings
 from django.db import connection
 from django.urls import reverse
+
+from config.celery_app import app
+from crowd.models import Participant, QueryVariant
+from crowd.selectors import topic_set_get
+from crowd.services import studies as study_services
+from crowd.services.topics import topics_import
+from crowd.simulated import simulated_query
+from crowd.topicfiles import read_topics
+from evaluation.evaluate_selectors import judgment_set_qrels, stored_runs
+from evaluation.measures import RunSet, evaluate_runs, parse_measures
+from judging import services as judging_services
+from pooling import services as pooling_services
+from pooling.models import Pool
+from pooling.qrelsio import read_qrels
+from pooling.selectors import pool_sizes
+from retrieval import services as retrieval_services
+from retrieval.models import Run
+from retrieval.selectors import run_rankings
+from retrieval.trecrun import write_run
 
 STEPS = 9
 MEASURES = "AP P@10 nDCG@10"
@@ -108,8 +128,6 @@ def source_fetch(work: Path) -> DemoSource:
 def _qrels_rows(src: DemoSource, work: Path) -> tuple[Path, dict[str, dict[str, int]]]:
     """A TREC qrels file of the source (SMART qrels list relevant pairs: grade 1) and
     ``{topic: {docid: grade}}`` with topic ids without leading zeros."""
-    from pooling.qrelsio import read_qrels
-
     path = src.qrels
     if src.qrels_format == "smart":
         path = work / "qrels.trec"
@@ -130,8 +148,6 @@ def _qrels_rows(src: DemoSource, work: Path) -> tuple[Path, dict[str, dict[str, 
 
 def worker_env() -> dict[str, str]:
     """The environment of a worker on this process's database, broker, queue and indexes."""
-    from config.celery_app import app
-
     db = connection.settings_dict
     if connection.vendor == "postgresql":
         auth = db["USER"] + (f":{db['PASSWORD']}" if db.get("PASSWORD") else "")
@@ -150,39 +166,40 @@ def worker_env() -> dict[str, str]:
 def worker_start() -> subprocess.Popen:
     """``celery -A config worker`` (2 processes) on the configured broker and queue; its
     own process group, so :func:`worker_stop` stops it and its children."""
-    from config.celery_app import app
-
     celery = str(Path(sys.executable).with_name("celery"))
     log = tempfile.TemporaryFile()
-    return subprocess.Popen(
+    proc = subprocess.Popen(
         [celery, "-A", "config", "worker", "-c", "2", "-Q", str(app.conf.task_default_queue),
          "--without-gossip", "--without-mingle", "--without-heartbeat", "-l", "WARNING"],
         cwd=settings.BASE_DIR, env=worker_env(), stdout=log, stderr=subprocess.STDOUT,
         start_new_session=True)
+    proc.log = log  # read by worker_output
+    return proc
 
 
 def worker_stop(proc: subprocess.Popen) -> None:
-    import signal
-
-    if proc.poll() is None:
+    if proc.poll() is None:  # its own process group: the worker and its children
         os.killpg(proc.pid, signal.SIGTERM)
         try:
             proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+    log = getattr(proc, "log", None)
+    if log is not None:
+        log.close()
 
 
 def worker_output(proc: subprocess.Popen) -> str:
-    if proc.stdout is None:
+    """The last lines the worker wrote (its log is kept in a temporary file)."""
+    log = getattr(proc, "log", None)
+    if log is None:
         return ""
-    proc.stdout.seek(0)
-    return proc.stdout.read().decode(errors="replace")[-3000:]
+    log.seek(0)
+    return log.read().decode(errors="replace")[-3000:]
 
 
 def _wait_runs(run_ids: list[int], say, timeout: float, worker: subprocess.Popen | None) -> None:
-    from retrieval.models import Run
-
     deadline = time.monotonic() + timeout
     last = None
     while True:
@@ -214,19 +231,6 @@ def demo_run(src: DemoSource, *, name: str = "demo", topics: int = 10, workers: 
     """Build the demo collection under ``name`` (collection, topic set, qrels, study,
     runs, pools and judging task are all named after it). ``worker`` is the worker
     process the caller started, watched while waiting (None: a worker runs elsewhere)."""
-    from crowd.models import Participant, QueryVariant
-    from crowd.services import studies as study_services
-    from crowd.services.topics import topics_import
-    from crowd.simulated import simulated_query
-    from crowd.topicfiles import read_topics
-    from evaluation.evaluate_selectors import judgment_set_qrels, stored_runs
-    from evaluation.measures import RunSet, evaluate_runs, parse_measures
-    from judging import services as judging_services
-    from pooling import services as pooling_services
-    from pooling.models import Pool
-    from retrieval import services as retrieval_services
-    from retrieval.selectors import run_rankings
-    from retrieval.trecrun import write_run
 
     say = progress or (lambda msg: None)
     if not 1 <= workers <= 99:
@@ -264,8 +268,6 @@ def demo_run(src: DemoSource, *, name: str = "demo", topics: int = 10, workers: 
             "judgments from the collection's qrels")
 
         say(f"[3/{STEPS}] a study answered by {workers} SIMULATED workers (seed {seed})")
-        from crowd.selectors import topic_set_get
-
         study = study_services.study_create(
             topic_set=topic_set_get(name), name=f"{name}: SIMULATED workers",
             title="Simulated demo study",
@@ -310,8 +312,6 @@ def demo_run(src: DemoSource, *, name: str = "demo", topics: int = 10, workers: 
         _wait_runs([r.id for r in runs], say, timeout, worker)
 
         say(f"[5/{STEPS}] the title runs become the system runs")
-        from retrieval.models import Run
-
         for model in MODELS:
             run = Run.objects.get(pk=result.run_ids[f"{model}-titles"])
             path = work / f"{model}.run"
@@ -332,8 +332,6 @@ def demo_run(src: DemoSource, *, name: str = "demo", topics: int = 10, workers: 
             if pool.status != "done":
                 raise DemoError(f"pool {pool.label} is {pool.status}: {pool.error}")
             result.pools[sources] = pool.id
-            from pooling.selectors import pool_sizes
-
             sizes = pool_sizes(pool)
             say(f"      pool {pool.label}: {sum(sizes.values())} documents over "
                 f"{len(sizes)} topics")

@@ -7,7 +7,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
 from common import manifest
-from common.manifest_command import _java_home
+from common.manifest_command import java_home
 
 
 class Command(BaseCommand):
@@ -36,7 +36,7 @@ class Command(BaseCommand):
             except (manifest.ManifestError, CommandError) as exc:
                 raise CommandError(f"cannot recompute {m['output']['path']} with "
                                    f"{m['command']}: {exc}") from None
-            env = manifest.environment(root=settings.BASE_DIR, java_home=_java_home())
+            env = manifest.environment(root=settings.BASE_DIR, java_home=java_home())
             problems = manifest.manifest_compare(m, recomputed, env)
         if problems:
             raise CommandError(f"{m['output']['path']} is not reproduced by "

@@ -95,7 +95,7 @@ def test_spread_summary_by_hand():
 
 def test_scores_and_spreads_equal_the_hand_computed_values(tmp_path):
     build(tmp_path)
-    r = variability("small", measure="P@2", judgments="nist", model="bm25")
+    r = variability("small", measure="P@2", judgments="nist", model="bm25", decompose=False)
     assert (r["measure"], r["model"], r["systems"]) == ("P@2", "bm25", ["sysA", "sysB", "sysC"])
     got = {(x["topic"], x["kind"], x["name"]): x["score"] for x in r["scores"]}
     want = {(t, "variant", lab): v for (m, t, lab), v in P2.items() if m == "bm25"}
@@ -117,7 +117,7 @@ def test_scores_and_spreads_equal_the_hand_computed_values(tmp_path):
     assert (ov["topics"], ov["variants"], ov["systems"], ov["topics_compared"]) == (3, 8, 3, 3)
     assert ov["topics_variants_wider"] == 1  # topic 2 only (topic 1 ties, topic 3 narrower)
     # the same numbers from imported qrels
-    again = variability("small", measure="P@2", qrels="nist-qrels", model="bm25")
+    again = variability("small", measure="P@2", qrels="nist-qrels", model="bm25", decompose=False)
     assert again["scores"] == r["scores"] and again["qrels"] != r["qrels"]
 
 
@@ -150,6 +150,9 @@ def test_one_model_has_no_decomposition_and_says_why(tmp_path):
     build(tmp_path, models=("bm25",))
     r = variability("small", measure="P@2", judgments="nist")
     assert r["decomposition"] is None and "at least two retrieval models" in r["decomposition_note"]
+    out = io.StringIO()
+    call_command("variability", "--topic-set", "small", "--judgments", "nist", "--measure", "P@2", stdout=out)
+    assert "no decomposition: the decomposition needs variant rankings of at least two" in out.getvalue()
 
 
 def test_errors_name_what_to_fix(tmp_path):
@@ -172,9 +175,10 @@ def test_command_json_text_and_csv(tmp_path):
     build(tmp_path)
     out = io.StringIO()
     call_command("variability", "--topic-set", "small", "--judgments", "nist", "--measure", "P@2",
-                 "--model", "bm25", "--json", stdout=out)
+                 "--model", "bm25", "--no-decomposition", "--json", stdout=out)
     data = json.loads(out.getvalue())
-    assert data == json.loads(json.dumps(variability("small", measure="P@2", judgments="nist", model="bm25")))
+    assert data == json.loads(json.dumps(variability("small", measure="P@2", judgments="nist", model="bm25",
+                                                     decompose=False)))
     out = io.StringIO()
     csv_path = tmp_path / "spread.csv"
     call_command("variability", "--topic-set", "small", "--qrels", "nist-qrels", "--measure", "P@2",

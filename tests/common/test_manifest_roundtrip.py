@@ -131,3 +131,18 @@ def test_an_edited_output_file_is_named(stored):
     m = _export("export_run", "--topic-set", "m", "--tag", "sysA", out=out)
     out.write_text(out.read_text().replace("d1", "dX"))
     assert f"the output file {out} changed" in _fails(m)
+
+
+def test_relative_paths_are_relative_to_where_the_export_ran(stored, monkeypatch):
+    monkeypatch.chdir(stored)
+    (stored / "t.tsv").write_text("1\tsolar\n")
+    (stored / "s.tsv").write_text("1\ta\tsolar cost\n")
+    (stored / "pl.txt").write_text("1 d1\n")
+    (stored / "d.jsonl").write_text('{"id": "d1", "contents": "cost"}\n')
+    call_command("pseudo_qrels", "--topics", "t.tsv", "--subtopics", "s.tsv", "--pool", "pl.txt",
+                 "--docs", "d.jsonl", "--out", "rel.qrels", "--manifest",
+                 stdout=io.StringIO(), stderr=io.StringIO())
+    assert set(json.loads((stored / "rel.qrels.manifest.json").read_text())["inputs"]) == {
+        "t.tsv", "s.tsv", "pl.txt", "d.jsonl"}
+    monkeypatch.chdir(stored.parent)
+    assert "OK" in _verify(stored / "rel.qrels.manifest.json")

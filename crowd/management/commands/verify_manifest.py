@@ -1,4 +1,5 @@
 """python manage.py verify_manifest OUT.manifest.json"""
+import contextlib
 import io
 import tempfile
 from pathlib import Path
@@ -30,9 +31,13 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from None
         with tempfile.TemporaryDirectory(prefix="verify-") as tmp:
             recomputed = Path(tmp) / Path(m["output"]["path"]).name
+            # relative paths in the arguments are relative to where the export ran
+            where = Path(m.get("working_directory") or ".")
             try:
                 argv = manifest.argv_with_output(m, str(recomputed))
-                call_command(m["command"], *argv, stdout=io.StringIO(), stderr=io.StringIO())
+                with contextlib.chdir(where if where.is_dir() else "."):
+                    call_command(m["command"], *argv, stdout=io.StringIO(),
+                                 stderr=io.StringIO())
             except (manifest.ManifestError, CommandError) as exc:
                 raise CommandError(f"cannot recompute {m['output']['path']} with "
                                    f"{m['command']}: {exc}") from None

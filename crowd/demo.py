@@ -247,7 +247,7 @@ def demo_run(src: DemoSource, *, name: str = "demo", topics: int = 10, workers: 
             collection = retrieval_services.collection_import(
                 name, src.docs, "smart", progress=lambda m: say(f"      {m}"))
         except retrieval_services.RetrievalError as exc:
-            raise DemoError(f"{exc} (choose another --name for a fresh demo)") from None
+            raise DemoError(f"{exc} (for a fresh demo beside it, pass --name NEW)") from None
         say(f"      {collection.doc_count} documents indexed")
 
         say(f"[2/{STEPS}] importing topics with statements and qrels")

@@ -41,6 +41,15 @@ def test_demo_from_a_missing_folder_names_from(tmp_path):
         call_command("demo", "--from", str(tmp_path), stdout=io.StringIO())
 
 
+def test_demo_without_from_or_ir_datasets_names_from():
+    import importlib.util
+
+    if importlib.util.find_spec("ir_datasets") is not None:
+        pytest.skip("ir_datasets is installed (it would try to download CACM)")
+    with pytest.raises(CommandError, match="--from DIR"):
+        call_command("demo", stdout=io.StringIO())
+
+
 @pytest.fixture
 def broker(transactional_db, settings, tmp_path):
     _seed_models()
@@ -162,3 +171,7 @@ def test_demo_end_to_end(broker, shared_data, tmp_path, admin_client):
     for label, url in pages:
         page = admin_client.get(url).content.decode()
         assert ("SIMULATED" if label.startswith("study") else "sim-assessor") in page, url
+
+    # a second demo under the same name stops before touching anything
+    with pytest.raises(CommandError, match="already exists.*--name NEW"):
+        call_command("demo", "--from", str(cacm), "--no-worker", stdout=io.StringIO())

@@ -26,6 +26,20 @@ def _qrels_kind(specs) -> str:
     return "adhoc" if families == {True} else "diversity"
 
 
+def _run_tags(topic_set: str, tags) -> list[str]:
+    """The tags asked for, or (none asked for) every finished system run of the topic set."""
+    if tags:
+        return list(tags)
+    from retrieval.models import Run
+    from retrieval.selectors import run_list
+
+    found = sorted(set(run_list(topic_set).filter(kind=Run.KIND_SYSTEM, status="done")
+                       .values_list("tag", flat=True)))
+    if not found:
+        raise ValueError(f"topic set {topic_set!r} has no finished system run; import one with import_run")
+    return found
+
+
 def _evaluate(topic_set, tags, measures_text, judgments, qrels, complete, order):
     from evaluation import measures
     from evaluation.evaluate_selectors import stored_runs
@@ -36,7 +50,7 @@ def _evaluate(topic_set, tags, measures_text, judgments, qrels, complete, order)
         specs = measures.parse_measures(measures_text)
         stored = stored_qrels(kind=_qrels_kind(specs), judgments=judgments, qrels=qrels)
         check_measures(specs, stored.kind, False)
-        runs = measures.RunSet.from_rankings(stored_runs(topic_set=topic_set, tags=list(tags)))
+        runs = measures.RunSet.from_rankings(stored_runs(topic_set=topic_set, tags=_run_tags(topic_set, tags)))
         result = measures.evaluate_runs(runs, stored, specs, order=order, complete=complete)
     except measures.EvaluationInputError as exc:
         raise ValueError(str(exc)) from None
@@ -44,7 +58,7 @@ def _evaluate(topic_set, tags, measures_text, judgments, qrels, complete, order)
 
 
 def evaluate_compute(p: dict, progress: Progress) -> dict:
-    runs, keys, source = _evaluate(p["topic_set"], p["tags"], p["measures"], p.get("judgments"),
+    runs, keys, source = _evaluate(p["topic_set"], p.get("tags"), p["measures"], p.get("judgments"),
                                    p.get("qrels"), p.get("complete", False), p.get("order", "trec_eval"))
     return {"runs": runs, "measures": keys, "qrels": source}
 
@@ -72,10 +86,10 @@ def intents_compute(p: dict, progress: Progress) -> dict:
 def rank_correlation_compute(p: dict, progress: Progress) -> dict:
     from evaluation.ranking import correlations
 
-    first, keys, source_a = _evaluate(p["topic_set"], p["tags"], p["measure"], p.get("judgments"),
+    first, keys, source_a = _evaluate(p["topic_set"], p.get("tags"), p["measure"], p.get("judgments"),
                                       p.get("qrels"), True, "trec_eval")
     progress(0.4)
-    second, _, source_b = _evaluate(p["topic_set"], p["tags"], p["measure"], p.get("judgments_b"),
+    second, _, source_b = _evaluate(p["topic_set"], p.get("tags"), p["measure"], p.get("judgments_b"),
                                     p.get("qrels_b"), True, "trec_eval")
     key = keys[0]
     a = {tag: r["mean"][key] for tag, r in first.items()}
@@ -91,7 +105,8 @@ def variance_compute(p: dict, progress: Progress) -> dict:
     from evaluation.variability import stored_qrels
 
     qrels = stored_qrels(kind="diversity", judgments=p.get("judgments"), qrels=p.get("qrels"))
-    scores = analysis.intent_scores_from_stored(p["topic_set"], list(p["tags"]), qrels, p["measure"])
+    scores = analysis.intent_scores_from_stored(p["topic_set"], _run_tags(p["topic_set"], p.get("tags")), qrels,
+                                                p["measure"])
     progress(0.3)
     result = variance.fit_models(scores, full=True)
     budget = p.get("budget") or int(scores["query"].nunique() * scores.groupby("query")["intent"]

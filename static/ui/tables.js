@@ -57,7 +57,7 @@
       table.parentNode.insertBefore(wrap, table);
       wrap.appendChild(table);
     }
-    if (!header || rows.length < 2 || table.classList.contains("no-sort")) return;
+    if (!header || !rows.length || table.classList.contains("no-sort")) return;
     Array.prototype.forEach.call(header.cells, function (th, i) {
       if (th.colSpan > 1) return;
       if (numeric[i]) th.classList.add("num");

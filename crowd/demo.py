@@ -163,13 +163,23 @@ def worker_env() -> dict[str, str]:
                 DJANGO_SETTINGS_MODULE="config.settings")
 
 
+def _queues() -> list[str]:
+    """The default queue and every queue a task route names."""
+    queues = {str(app.conf.task_default_queue)}
+    routes = app.conf.task_routes or {}
+    for route in (routes.values() if isinstance(routes, dict) else ()):
+        if isinstance(route, dict) and route.get("queue"):
+            queues.add(str(route["queue"]))
+    return sorted(queues)
+
+
 def worker_start() -> subprocess.Popen:
     """``celery -A config worker`` (2 processes) on the configured broker and queue; its
     own process group, so :func:`worker_stop` stops it and its children."""
     celery = str(Path(sys.executable).with_name("celery"))
     log = tempfile.TemporaryFile()
     proc = subprocess.Popen(
-        [celery, "-A", "config", "worker", "-c", "2", "-Q", str(app.conf.task_default_queue),
+        [celery, "-A", "config", "worker", "-c", "2", "-Q", ",".join(_queues()),
          "--without-gossip", "--without-mingle", "--without-heartbeat", "-l", "WARNING"],
         cwd=settings.BASE_DIR, env=worker_env(), stdout=log, stderr=subprocess.STDOUT,
         start_new_session=True)

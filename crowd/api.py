@@ -1,14 +1,20 @@
-"""API of the crowd app: topic sets, topics with statements and intents, query variants
-(read), and studies (organisers: list, read, create)."""
+"""API of the crowd app: topic sets, topics with statements and intents, and query
+variants (read; organisers import topics and variants through the same services as the
+import commands), and studies (organisers: list, read, create)."""
 from __future__ import annotations
 
+from django.http import Http404
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import generics, mixins, serializers, viewsets
+from rest_framework import generics, mixins, serializers, status, viewsets
+from rest_framework.response import Response
 
 from common.api import StaffOnly, lookup, name_field, service_call
+from common.fileio import clean_name
 from crowd import selectors, services
 from crowd.models import Study
+from crowd.topicfiles import IntentRecord, TopicRecord
+from crowd.variantfiles import VariantRecord
 
 
 class TopicSetSerializer(serializers.Serializer):
@@ -58,6 +64,73 @@ class VariantSerializer(serializers.Serializer):
         return selectors.variant_label(variant.normalised)
 
 
+def _id_field(what: str, max_length: int = 100, **kwargs) -> serializers.CharField:
+    def check(value):
+        try:
+            clean_name(value, what, max_chars=max_length)
+        except ValueError as exc:
+            raise serializers.ValidationError(str(exc)) from None
+
+    return serializers.CharField(max_length=max_length, validators=[check], **kwargs)
+
+
+class IntentInSerializer(serializers.Serializer):
+    intent_id = _id_field("intent id")
+    description = serializers.CharField(required=False, allow_blank=True, default="")
+    kind = serializers.CharField(max_length=20, required=False, allow_blank=True, default="")
+
+
+class TopicInSerializer(serializers.Serializer):
+    topic_id = _id_field("topic id")
+    title = serializers.CharField(required=False, allow_blank=True, default="")
+    description = serializers.CharField(required=False, allow_blank=True, default="")
+    narrative = serializers.CharField(required=False, allow_blank=True, default="")
+    kind = serializers.CharField(max_length=20, required=False, allow_blank=True, default="")
+    statements = serializers.ListField(child=serializers.CharField(), required=False, default=list,
+                                       max_length=1000)
+    intents = IntentInSerializer(many=True, required=False, default=list)
+
+
+class TopicsImportSerializer(serializers.Serializer):
+    topics = TopicInSerializer(many=True, allow_empty=False, max_length=100000)
+    replace = serializers.BooleanField(default=False, help_text="overwrite topics already in the set")
+
+
+class TopicsImportedSerializer(serializers.Serializer):
+    created = serializers.IntegerField()
+    replaced = serializers.IntegerField()
+
+
+class VariantInSerializer(serializers.Serializer):
+    topic_id = _id_field("topic id")
+    raw = serializers.CharField(max_length=100000)
+    worker_id = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    count = serializers.IntegerField(min_value=1, max_value=1_000_000, default=1)
+    estimate = serializers.CharField(max_length=50, required=False, allow_blank=True, default="")
+    variant_id = serializers.CharField(max_length=100, required=False, allow_blank=True, default="")
+
+
+class VariantsImportSerializer(serializers.Serializer):
+    variants = VariantInSerializer(many=True, allow_empty=False, max_length=1_000_000)
+    create_topics = serializers.BooleanField(default=False, help_text="create topics not yet in the set")
+    replace = serializers.BooleanField(default=False,
+                                       help_text="first delete the imported variants of the topics named")
+    spell_correct = serializers.BooleanField(default=False)
+
+
+class VariantsImportedSerializer(serializers.Serializer):
+    variants = serializers.IntegerField()
+    topics_created = serializers.IntegerField()
+    replaced = serializers.IntegerField()
+    corrected = serializers.IntegerField()
+
+
+def _valid(serializer_class, request) -> dict:
+    serializer = serializer_class(data=request.data)
+    serializer.is_valid(raise_exception=True)
+    return serializer.validated_data
+
+
 def _topic_set(name: str):
     return lookup(selectors.topic_set_get, name, "topic set")
 
@@ -81,9 +154,21 @@ class TopicSetViewSet(viewsets.ReadOnlyModelViewSet):
 
 
 class TopicList(generics.ListAPIView):
-    """The topics of a set in natural topic-id order, with statements and intents."""
+    """The topics of a set in natural topic-id order, with statements and intents.
+    Posting topics imports them (all or nothing; the set is created if missing)."""
 
     serializer_class = TopicSerializer
+
+    @extend_schema(request=TopicsImportSerializer, responses={201: TopicsImportedSerializer})
+    def post(self, request, name):
+        d = _valid(TopicsImportSerializer, request)
+        records = [TopicRecord(
+            topic_id=t["topic_id"], title=t["title"], description=t["description"],
+            narrative=t["narrative"], kind=t["kind"], statements=tuple(t["statements"]),
+            intents=tuple(IntentRecord(**i) for i in t["intents"]), source=f"topics[{n}]")
+            for n, t in enumerate(d["topics"])]
+        done = service_call(services.topics_import, name, records, replace=d["replace"])
+        return Response(TopicsImportedSerializer(done).data, status=status.HTTP_201_CREATED)
 
     def get_queryset(self):
         ts = _topic_set(self.kwargs["name"])
@@ -99,8 +184,6 @@ class TopicDetail(generics.RetrieveAPIView):
         for topic in selectors.topic_list(ts.name):
             if topic.topic_id == topic_id:
                 return topic
-        from django.http import Http404
-
         raise Http404(f"topic set {ts.name!r} has no topic {topic_id!r}")
 
 
@@ -118,9 +201,20 @@ TOPIC_PARAM = OpenApiParameter("topic", str, description="only this topic id")
 
 
 class VariantList(generics.ListAPIView):
-    """Query variants of a topic set in the order stored."""
+    """Query variants of a topic set in the order stored. Posting variants imports them
+    (all or nothing; duplicates are counted, never merged)."""
 
     serializer_class = VariantSerializer
+
+    @extend_schema(request=VariantsImportSerializer, responses={201: VariantsImportedSerializer})
+    def post(self, request, name):
+        d = _valid(VariantsImportSerializer, request)
+        if not d["create_topics"]:
+            _topic_set(name)
+        records = [VariantRecord(**v, source=f"variants[{n}]") for n, v in enumerate(d["variants"])]
+        done = service_call(services.variants_import, name, records, create_topics=d["create_topics"],
+                            replace=d["replace"], spell_correct=d["spell_correct"])
+        return Response(VariantsImportedSerializer(done).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(parameters=[TOPIC_PARAM])
     def get(self, request, *args, **kwargs):
@@ -193,8 +287,6 @@ class StudyViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
         pk = self.kwargs["pk"]
         obj = self.get_queryset().filter(pk=int(pk)).first() if pk.isdigit() else None
         if obj is None:
-            from django.http import Http404
-
             raise Http404(f"no study {pk!r}")
         return obj
 
@@ -206,9 +298,6 @@ class StudyViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
         study = service_call(services.study_create, topic_set=selectors.topic_set_get(data["topic_set"]),
                              name=data["name"], consent_text=data["consent_text"],
                              completion_code=data["completion_code"], **options)
-        from rest_framework import status
-        from rest_framework.response import Response
-
         return Response(StudySerializer(study, context={"request": request}).data,
                         status=status.HTTP_201_CREATED)
 

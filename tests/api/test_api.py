@@ -23,7 +23,7 @@ READS = [
     "/api/judgment-sets/nist/", "/api/judgment-sets/nist/judgments/",
     "/api/judgment-sets/nist/qrels/", "/api/analyses/", "/api/evaluations/",
 ]
-WRITES = ["/api/runs/", "/api/pools/", "/api/judging-tasks/", "/api/evaluations/", "/api/studies/"]
+WRITES = ["/api/topic-sets/UQV/topics/", "/api/topic-sets/UQV/variants/", "/api/runs/", "/api/pools/", "/api/judging-tasks/", "/api/evaluations/", "/api/studies/"]
 
 
 def test_reads_need_a_token_and_any_account_may_read(data, api):
@@ -55,6 +55,36 @@ def test_topics_by_natural_key_with_dotted_ids(data, api):
     assert api().get("/api/topic-sets/UQV/").json()["answers_count"] == 2 * (1 + 2)
     variants = api().get("/api/topic-sets/UQV/variants/?topic=UQV100.001").json()["results"]
     assert [(v["raw"], v["count"]) for v in variants] == [("cheap flights", 1), ("Cheap flights to Paris", 2)]
+
+
+def test_topics_and_variants_are_imported_through_the_services(data, api):
+    post = api("staff").post
+    topics = [{"topic_id": "T.1", "title": "one", "statements": ["need one"],
+               "intents": [{"intent_id": "1", "description": "first"}]},
+              {"topic_id": "T.2", "title": "two"}]
+    response = post("/api/topic-sets/NEW/topics/", {"topics": topics}, format="json")
+    assert response.status_code == 201, response.content
+    assert response.json() == {"created": 2, "replaced": 0}
+    body = api().get("/api/topic-sets/NEW/topics/T.1/").json()
+    assert (body["statements"], body["intents"][0]["intent_id"]) == (["need one"], "1")
+    again = post("/api/topic-sets/NEW/topics/", {"topics": topics}, format="json")
+    assert again.status_code == 400 and "T.1" in again.json()["detail"][0]
+    bad = post("/api/topic-sets/NEW/topics/", {"topics": [{"topic_id": "a b"}]}, format="json")
+    assert bad.status_code == 400 and "topics" in bad.json()
+    assert post("/api/topic-sets/NEW/topics/", {"topics": []}, format="json").status_code == 400
+
+    variants = [{"topic_id": "T.1", "raw": "Some  Query", "worker_id": "w1"},
+                {"topic_id": "T.1", "raw": "some query", "count": 3}]
+    response = post("/api/topic-sets/NEW/variants/", {"variants": variants}, format="json")
+    assert response.status_code == 201, response.content
+    assert response.json()["variants"] == 2
+    listed = api().get("/api/topic-sets/NEW/variants/").json()["results"]
+    assert [(v["normalised"], v["count"], v["source"]) for v in listed] == [
+        ("some query", 1, "import"), ("some query", 3, "import")]
+    unknown = post("/api/topic-sets/NEW/variants/", {"variants": [{"topic_id": "T.9", "raw": "q"}]},
+                   format="json")
+    assert unknown.status_code == 400 and "T.9" in unknown.json()["detail"][0]
+    assert post("/api/topic-sets/NONE/variants/", {"variants": variants}, format="json").status_code == 404
 
 
 def test_unknown_ids_are_404_naming_them(data, api):
@@ -251,3 +281,17 @@ def test_docs_pages_fetch_nothing_from_elsewhere(db, client):
         external += re.findall(r"""["']((?:https?:)?//(?!testserver)[^"']+\.(?:js|css))["']""", html)
         assert external == [], (url, external)
         assert "/static/drf_spectacular_sidecar/" in html
+
+
+def test_list_queries_do_not_grow_with_the_page(data, api, django_assert_max_num_queries):
+    from crowd.models import QueryVariant, Topic
+
+    topic = Topic.objects.get(topic_set__name="UQV", topic_id="UQV100.001")
+    QueryVariant.objects.bulk_create([QueryVariant(topic=topic, raw=f"q{n}", normalised=f"q{n}")
+                                      for n in range(60)])
+    run = api().get("/api/runs/").json()["results"][0]["id"]
+    for url in ("/api/topic-sets/UQV/variants/?page_size=60", "/api/topic-sets/UQV/topics/",
+                f"/api/runs/{run}/rankings/?depth=5", "/api/runs/", "/api/pools/",
+                "/api/judging-tasks/", "/api/judgment-sets/nist/judgments/?page_size=12"):
+        with django_assert_max_num_queries(8):
+            assert api().get(url).status_code == 200, url

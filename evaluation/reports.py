@@ -122,7 +122,8 @@ def variability_compute(p: dict, progress: Progress) -> dict:
     from evaluation.variability import variability
 
     return variability(p["topic_set"], measure=p["measure"], judgments=p.get("judgments"),
-                       qrels=p.get("qrels"), model=p.get("model") or None, progress=progress)
+                       qrels=p.get("qrels"), model=p.get("model") or None,
+                       decompose=p.get("decompose", True), progress=progress)
 
 
 COMPUTE: dict[str, Callable[[dict, Progress], dict]] = {

@@ -126,7 +126,7 @@ def test_variability_page_tables_figures_downloads(staff, small, django_capture_
 
 def test_a_second_delivery_does_nothing(staff, small):
     analysis = services.analysis_create("variability", {"topic_set": "small", "judgments": "nist",
-                                                        "measure": "P@2", "model": "bm25"})
+                                                        "measure": "P@2", "model": "bm25", "decompose": False})
     analysis = _run(analysis)
     finished = analysis.finished
     analysis = _run(analysis)
@@ -241,7 +241,7 @@ def test_reconciler_requeues_a_dead_workers_analysis_and_wakes_a_lost_message(sm
 
     from evaluation.tasks import analyses_reconcile_task
 
-    params = {"topic_set": "small", "judgments": "nist", "measure": "P@2", "model": "bm25"}
+    params = {"topic_set": "small", "judgments": "nist", "measure": "P@2", "model": "bm25", "decompose": False}
     lost = services.analysis_create("variability", params)
     dead = services.analysis_create("variability", params)
     long_ago = timezone.now() - timedelta(hours=1)

@@ -150,6 +150,8 @@ class VariabilityForm(forms.Form):
     source = forms.ChoiceField(label="judgments or qrels")
     measure = forms.CharField(initial="nDCG@10")
     model = forms.ChoiceField(required=False, label="model of the variant rankings")
+    decompose = forms.BooleanField(required=False, initial=True,
+                                   help_text="fit the variance components (needs variant rankings of two models)")
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -163,7 +165,7 @@ class VariabilityForm(forms.Form):
     def params(self) -> dict:
         d = self.cleaned_data
         return {"topic_set": d["topic_set"], **_source_params(d["source"]), "measure": d["measure"],
-                "model": d["model"] or None}
+                "model": d["model"] or None, "decompose": d["decompose"]}
 
 
 class AgreementForm(forms.Form):

@@ -88,9 +88,10 @@ def test_index_lists_every_analysis_kind(staff, small):
 
 def test_variability_page_tables_figures_downloads(staff, small, django_capture_on_commit_callbacks):
     analysis = _submit(staff, "variability", {"topic_set": "small", "source": "judgments:nist",
-                                              "measure": "P@2", "model": "bm25"},
+                                              "measure": "P@2", "model": "bm25", "decompose": "on"},
                        django_capture_on_commit_callbacks)
-    assert analysis.params == {"topic_set": "small", "judgments": "nist", "measure": "P@2", "model": "bm25"}
+    assert analysis.params == {"topic_set": "small", "judgments": "nist", "measure": "P@2", "model": "bm25",
+                               "decompose": True}
     queued = staff.get(f"/evaluation/analyses/{analysis.pk}/").content.decode()
     assert "Queued" in queued and 'http-equiv="refresh"' in queued
     analysis = _run(analysis)

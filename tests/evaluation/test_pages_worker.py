@@ -76,7 +76,7 @@ def test_the_page_queues_and_a_worker_runs_the_analysis(worker, client, tmp_path
     build(tmp_path)
     client.force_login(User.objects.create_user("org", password="pw", is_staff=True))
     response = client.post("/evaluation/new/variability/", {"topic_set": "small", "source": "judgments:nist",
-                                                            "measure": "P@2", "model": "bm25"})
+                                                            "measure": "P@2", "model": "bm25", "decompose": "on"})
     assert response.status_code == 302
     analysis = Analysis.objects.get()
     deadline = time.monotonic() + 120

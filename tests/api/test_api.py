@@ -23,7 +23,8 @@ READS = [
     "/api/judgment-sets/nist/", "/api/judgment-sets/nist/judgments/",
     "/api/judgment-sets/nist/qrels/", "/api/analyses/", "/api/evaluations/",
 ]
-WRITES = ["/api/topic-sets/UQV/topics/", "/api/topic-sets/UQV/variants/", "/api/runs/", "/api/pools/", "/api/judging-tasks/", "/api/evaluations/", "/api/studies/"]
+WRITES = ["/api/topic-sets/UQV/topics/", "/api/topic-sets/UQV/variants/", "/api/runs/", "/api/pools/",
+          "/api/judging-tasks/", "/api/evaluations/", "/api/studies/"]
 
 
 def test_reads_need_a_token_and_any_account_may_read(data, api):
@@ -227,7 +228,7 @@ def test_an_evaluation_on_request_gives_the_measures(data, api, django_capture_o
     # AP = (1/5 + 2/6) / 2; P@2 is 1 and 0.
     assert means["r1"]["AP"] == pytest.approx(1.0) and means["r1"]["P@2"] == pytest.approx(1.0)
     assert means["r2"]["AP"] == pytest.approx((1 / 5 + 2 / 6) / 2) and means["r2"]["P@2"] == 0
-    assert api().get(f"/api/analyses/?kind=evaluate").json()["count"] == 1
+    assert api().get("/api/analyses/?kind=evaluate").json()["count"] == 1
 
 
 def _means(result) -> dict:

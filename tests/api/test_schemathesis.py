@@ -3,11 +3,14 @@
 Every operation of /api/schema/ gets generated requests (valid ones, invalid ones, and
 valid ones aimed at the seeded objects), sent with a staff token so writes are exercised
 too; every response must be no 5xx and must match the schema (status code, content type,
-body). A name that passes the schema but names nothing (``{"topic_set": "0"}``) is a
-400 naming the field, by the product's rule, so schemathesis's check that schema-valid
-data is accepted is left out; every other check runs. Bounded and deterministic: ``MAX_EXAMPLES`` per operation, derandomised, no
-example database, no shrinking. Workers are not woken: the wake-up functions are replaced,
-so created runs, pools and evaluations stay queued rows.
+body). A name that passes the schema but names nothing (``{"topic_set": "0"}``) is a 400
+naming the field, by the product's rule, so schemathesis's check that schema-valid data
+is accepted is left out; every other check runs (schemathesis also resends requests
+without the token and expects a 401).
+
+Bounded and deterministic: ``MAX_EXAMPLES`` per operation, derandomised, no example
+database, no shrinking. Workers are not woken: the wake-up functions are replaced, so
+created runs, pools and evaluations stay queued rows.
 """
 from __future__ import annotations
 

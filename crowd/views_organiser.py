@@ -1,9 +1,10 @@
 """Organiser pages (staff): a project page per topic set and the forms that do in the browser
 what the management commands do, through the same services.
 
-Uploaded files are written to a private temporary folder under their own name, so the
-readers' errors name the file and line the organiser chose; imports stay all or nothing
-because the services are.
+Uploads go through :mod:`uploads.services`: a small file is imported in the request, a
+large one (over ``UPLOAD_TASK_BYTES``, 5 MB by default) is recorded and imported by a
+worker while a progress page waits. Errors name the file and line the organiser chose;
+imports stay all or nothing because the services are.
 """
 from __future__ import annotations
 
@@ -21,15 +22,10 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
 from crowd import selectors
-from crowd.services import study_create, topics_import, variants_import
-from crowd.topicfiles import TOPIC_FORMATS, read_topics
-from crowd.variantfiles import VARIANT_FORMATS, read_variants
+from crowd.services import study_create
+from crowd.topicfiles import TOPIC_FORMATS
+from crowd.variantfiles import VARIANT_FORMATS
 from crowd.views import staff_required
-
-#: Uploads larger than this are refused with a pointer to the command line (the
-#: background-upload path is not built yet; see the README).
-MAX_UPLOAD_BYTES = 50 * 1024 * 1024
-
 
 def _topic_set_choices():
     return [(ts.name, ts.name) for ts in selectors.topic_set_list()]
@@ -171,24 +167,41 @@ class PoolBuildSelectForm(_Choices):
                "model": _model_choices}
 
 
-def _upload_call(upload, fn):
-    """Write ``upload`` to a private folder under its own name and call ``fn(path)``.
+def _upload(request, kind, params):
+    """Import a small file in the request; record a large one and show its progress page."""
+    from uploads import services as uploads
 
-    A ValueError's message has the folder removed, so it reads ``name.tsv:3: ...``.
-    """
-    if upload.size > MAX_UPLOAD_BYTES:
-        raise ValueError(f"{upload.name}: {upload.size} bytes is over the page's limit of "
-                         f"{MAX_UPLOAD_BYTES} bytes; import it with the management command")
-    safe = re.sub(r"[^A-Za-z0-9._-]", "_", Path(upload.name).name) or "upload"
-    with tempfile.TemporaryDirectory(prefix="upload-") as tmp:
-        path = Path(tmp) / safe
-        with open(path, "wb") as out:
-            for chunk in upload.chunks():
-                out.write(chunk)
-        try:
-            return fn(path)
-        except ValueError as exc:
-            raise ValueError(str(exc).replace(str(path), safe).replace(tmp + "/", "")) from None
+    upload = params.pop("file")
+    if upload.size > uploads.task_threshold():
+        row = uploads.upload_create(kind, upload, params, created_by=request.user.get_username())
+        messages.info(request, f"{row.filename} ({row.size} bytes) is being imported by a worker")
+        return redirect("crowd:organiser_upload_status", pk=row.pk)
+    result = uploads.file_import(kind, upload, params)
+    messages.success(request, f"{result['message']} from {upload.name}")
+    if result.get("topic_set"):
+        return _to_project(result["topic_set"])
+    return redirect("pooling:qrels_detail", name=result["qrels"])
+
+
+@staff_required
+def upload_status(request, pk):
+    """A background import: its state, a progress bar while it waits or runs, its error."""
+    from django.http import Http404
+
+    from uploads.selectors import upload_get
+
+    try:
+        row = upload_get(pk)
+    except ValueError:
+        raise Http404(f"no upload with id {pk}") from None
+    project = None
+    topic_set = (row.result or {}).get("topic_set") or row.params.get("topic_set")
+    if topic_set:
+        found = selectors.topic_set_list().filter(name=topic_set).first()
+        project = found.pk if found else None
+    return render(request, "crowd/organiser_upload_status.html", {
+        "upload": row, "project": project,
+        "active": row.status in ("queued", "running")})
 
 
 def _form_page(request, form_class, title, action, template="crowd/organiser_form.html",
@@ -213,12 +226,9 @@ def _form_page(request, form_class, title, action, template="crowd/organiser_for
 @require_http_methods(["GET", "POST"])
 def topics_upload(request):
     def action(d, request):
-        result = _upload_call(d["file"], lambda p: topics_import(
-            d["topic_set_name"], read_topics(p, d["format"], ids=d["ids"], encoding=d["encoding"]),
-            replace=d["replace"]))
-        messages.success(request, f"{d['topic_set_name']}: {result['created']} topic(s) created, "
-                                  f"{result['replaced']} replaced from {d['file'].name}")
-        return _to_project(d["topic_set_name"])
+        return _upload(request, "topics", {
+            "file": d["file"], "topic_set": d["topic_set_name"], "format": d["format"],
+            "ids": d["ids"], "encoding": d["encoding"], "replace": d["replace"]})
     return _form_page(request, TopicsUploadForm, "Upload topics", action)
 
 
@@ -226,41 +236,23 @@ def topics_upload(request):
 @require_http_methods(["GET", "POST"])
 def variants_upload(request):
     def action(d, request):
-        result = _upload_call(d["file"], lambda p: variants_import(
-            d["topic_set"], read_variants(p, d["format"], encoding=d["encoding"]),
-            create_topics=d["create_topics"], replace=d["replace"]))
-        messages.success(request, f"{d['topic_set']}: {result['variants']} variant(s) imported "
-                                  f"from {d['file'].name}")
-        return _to_project(d["topic_set"])
+        return _upload(request, "variants", dict(d))
     return _form_page(request, VariantsUploadForm, "Upload query variants", action)
 
 
 @staff_required
 @require_http_methods(["GET", "POST"])
 def run_upload(request):
-    from retrieval.services import system_run_import
-
     def action(d, request):
-        run = _upload_call(d["file"], lambda p: system_run_import(
-            p, topic_set_name=d["topic_set"], tag=d["tag"] or None, encoding=d["encoding"]))
-        messages.success(request, f"run {run.id} ({run.tag}): {run.total} topics imported")
-        return _to_project(d["topic_set"])
+        return _upload(request, "run", dict(d))
     return _form_page(request, RunUploadForm, "Upload a system run", action)
 
 
 @staff_required
 @require_http_methods(["GET", "POST"])
 def qrels_upload(request):
-    from pooling.services import qrels_import
-
     def action(d, request):
-        qrels = _upload_call(d["file"], lambda p: qrels_import(
-            p, format=d["format"], name=d["name"], topic_set_name=d["topic_set"] or None,
-            id_map=d["id_map"] or None, encoding=d["encoding"]))
-        messages.success(request, f"imported {qrels.judgments_count} judgments as qrels {qrels.name!r}")
-        if d["topic_set"]:
-            return _to_project(d["topic_set"])
-        return redirect("pooling:qrels_detail", name=qrels.name)
+        return _upload(request, "qrels", dict(d))
     return _form_page(request, QrelsUploadForm, "Upload qrels", action)
 
 

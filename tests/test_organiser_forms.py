@@ -1,5 +1,7 @@
 """Organiser forms in the browser: staff only, the same services as the commands, and a bad
 file names its line and stores nothing."""
+from pathlib import Path
+
 import pytest
 from django.contrib.auth.models import User
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -196,3 +198,42 @@ def test_num_filter_precision():
     assert num(None) == "\u2013"
     assert num(float("nan")) == "\u2013"
     assert num("n/a") == "n/a"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_large_file_is_recorded_then_imported_by_the_worker_service(staff, settings, tmp_path):
+    """Over the threshold the row is written (queued) before any import, the page shows a
+    progress bar, and the worker's service imports it; a bad file fails with file and line
+    and stores nothing."""
+    from unittest import mock
+
+    from uploads.models import Upload
+    from uploads.services import upload_run
+
+    settings.UPLOAD_TASK_BYTES = 10
+    settings.DATA_DIR = tmp_path
+    with mock.patch("uploads.services._upload_wake") as wake:
+        response = _topics(staff, topic_set="big")
+    row = Upload.objects.get()
+    assert wake.call_args.args == (row.pk,)  # woken once the row was committed
+    assert row.status == "queued" and row.filename == "topics.tsv"
+    assert not TopicSet.objects.filter(name="big").exists()  # nothing imported yet
+    assert response["Location"] == reverse("crowd:organiser_upload_status", args=[row.pk])
+    page = staff.get(response["Location"]).content.decode()
+    assert 'id="upload-progress"' in page and 'http-equiv="refresh"' in page
+    row = upload_run(row.pk)
+    assert row.status == "done"
+    assert Topic.objects.filter(topic_set__name="big").count() == 2
+    assert not Path(row.path).exists()  # the kept file is removed once imported
+    page = staff.get(response["Location"]).content.decode()
+    assert "2 topic(s) created" in page and 'http-equiv="refresh"' not in page
+    assert upload_run(row.pk).status == "done"  # a second delivery does nothing
+
+    with mock.patch("uploads.services._upload_wake"):
+        _topics(staff, text="id\tstatement\nT1\tok statement\nT1\t\n", name="bad.tsv", topic_set="bad")
+    bad = upload_run(Upload.objects.get(filename="bad.tsv").pk)
+    assert bad.status == "failed"
+    assert bad.error.startswith("bad.tsv, line 3: empty statement")
+    assert not TopicSet.objects.filter(name="bad").exists()
+    page = staff.get(reverse("crowd:organiser_upload_status", args=[bad.pk])).content.decode()
+    assert "bad.tsv, line 3" in page

@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class UploadsConfig(AppConfig):
+    name = "uploads"
+    verbose_name = "Uploads"
+    default_auto_field = "django.db.models.BigAutoField"

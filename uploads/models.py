@@ -1,0 +1,35 @@
+"""A file an organiser uploaded, recorded before its import is queued: the ledger of the
+background import (status, lease, attempts, error), read by the progress page."""
+from django.db import models
+
+from retrieval.leases import STATUS_CHOICES
+
+
+class Upload(models.Model):
+    KIND_CHOICES = [("topics", "topics"), ("variants", "query variants"), ("run", "system run"),
+                    ("qrels", "qrels")]
+
+    kind = models.CharField(max_length=20, choices=KIND_CHOICES)
+    params = models.JSONField(default=dict)
+    filename = models.CharField(max_length=255)
+    path = models.TextField(help_text="where the file waits for its import")
+    size = models.PositiveBigIntegerField(default=0)
+    status = models.CharField(max_length=10, choices=STATUS_CHOICES, default="queued")
+    progress = models.FloatField(default=0.0)
+    error = models.TextField(blank=True, default="")
+    result = models.JSONField(null=True, blank=True)
+    created_by = models.CharField(max_length=150, blank=True, default="")
+    created = models.DateTimeField(auto_now_add=True)
+    finished = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    holder = models.CharField(max_length=300, blank=True, default="")
+    lease_expires = models.DateTimeField(null=True, blank=True)
+    woken = models.DateTimeField(null=True, blank=True)
+    wakeups = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["-pk"]
+        indexes = [models.Index(fields=["status", "lease_expires"], name="upload_status")]
+
+    def __str__(self):
+        return f"upload {self.pk} ({self.kind}: {self.filename})"

@@ -1,0 +1,169 @@
+"""Imports of uploaded files: one dispatch for the pages and the background task, through
+each app's own import service (the same ones the management commands call).
+
+A small file is imported in the request (:func:`file_import`); a large one is recorded as
+an :class:`Upload` row first and imported by a Celery worker under a lease
+(:func:`upload_create`, :func:`upload_run`). Either way the import is all or nothing and
+an error names the uploaded file and its line.
+"""
+from __future__ import annotations
+
+import re
+import shutil
+import tempfile
+import uuid
+from pathlib import Path
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from retrieval import leases
+
+from .models import Upload
+
+#: Files larger than this are imported by a worker, with a progress page.
+DEFAULT_TASK_BYTES = 5 * 1024 * 1024
+
+
+def task_threshold() -> int:
+    return int(getattr(settings, "UPLOAD_TASK_BYTES", DEFAULT_TASK_BYTES))
+
+
+def safe_filename(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]", "_", Path(name).name) or "upload"
+
+
+def _import(kind: str, path: Path, params: dict) -> dict:
+    """Import ``path`` as ``kind``; returns a short summary for the page."""
+    if kind == "topics":
+        from crowd.services import topics_import
+        from crowd.topicfiles import read_topics
+
+        r = topics_import(params["topic_set"], read_topics(
+            path, params["format"], ids=params.get("ids", "given"),
+            encoding=params.get("encoding", "utf-8")), replace=params.get("replace", False))
+        return {"topic_set": params["topic_set"],
+                "message": f"{params['topic_set']}: {r['created']} topic(s) created, "
+                           f"{r['replaced']} replaced"}
+    if kind == "variants":
+        from crowd.services import variants_import
+        from crowd.variantfiles import read_variants
+
+        r = variants_import(params["topic_set"], read_variants(
+            path, params["format"], encoding=params.get("encoding", "utf-8")),
+            create_topics=params.get("create_topics", False), replace=params.get("replace", False))
+        return {"topic_set": params["topic_set"],
+                "message": f"{params['topic_set']}: {r['variants']} variant(s) imported"}
+    if kind == "run":
+        from retrieval.services import system_run_import
+
+        run = system_run_import(path, topic_set_name=params["topic_set"],
+                                tag=params.get("tag") or None,
+                                encoding=params.get("encoding", "utf-8"))
+        return {"topic_set": params["topic_set"], "run": run.pk,
+                "message": f"run {run.id} ({run.tag}): {run.total} topics imported"}
+    if kind == "qrels":
+        from pooling.services import qrels_import
+
+        qrels = qrels_import(path, format=params["format"], name=params["name"],
+                             topic_set_name=params.get("topic_set") or None,
+                             id_map=params.get("id_map") or None,
+                             encoding=params.get("encoding", "utf-8"))
+        return {"topic_set": params.get("topic_set") or "", "qrels": qrels.name,
+                "message": f"imported {qrels.judgments_count} judgments as qrels {qrels.name!r}"}
+    raise ValueError(f"unknown upload kind {kind!r}")
+
+
+def _named_errors(path: Path, fn):
+    """Call ``fn()``; a ValueError's message names the file, not the folder it waits in."""
+    try:
+        return fn()
+    except ValueError as exc:
+        raise ValueError(str(exc).replace(str(path.parent) + "/", "")) from None
+
+
+def file_import(kind: str, upload, params: dict) -> dict:
+    """Import a small uploaded file in the request, from a private temporary folder."""
+    name = safe_filename(upload.name)
+    with tempfile.TemporaryDirectory(prefix="upload-") as tmp:
+        path = Path(tmp) / name
+        with open(path, "wb") as out:
+            for chunk in upload.chunks():
+                out.write(chunk)
+        return _named_errors(path, lambda: _import(kind, path, params))
+
+
+def _upload_dir() -> Path:
+    return Path(settings.DATA_DIR) / "uploads"
+
+
+def upload_create(kind: str, upload, params: dict, *, created_by: str = "") -> Upload:
+    """Keep the file, record the upload (queued), and wake a worker once that is committed."""
+    if kind not in dict(Upload.KIND_CHOICES):
+        raise ValueError(f"unknown upload kind {kind!r}")
+    name = safe_filename(upload.name)
+    folder = _upload_dir() / uuid.uuid4().hex
+    folder.mkdir(parents=True)
+    path = folder / name
+    with open(path, "wb") as out:
+        for chunk in upload.chunks():
+            out.write(chunk)
+    try:
+        with transaction.atomic():
+            row = Upload.objects.create(kind=kind, params=params, filename=name, path=str(path),
+                                        size=path.stat().st_size, created_by=created_by,
+                                        woken=timezone.now())
+            transaction.on_commit(lambda: _upload_wake(row.pk))
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    return row
+
+
+def _upload_wake(upload_id: int) -> None:
+    from .tasks import upload_import_task
+
+    upload_import_task.delay(upload_id)
+
+
+def upload_run(upload_id: int, *, retry_on: tuple[type[BaseException], ...] = ()) -> Upload:
+    """Import a recorded upload under its lease. Idempotent: a finished, failed or held
+    upload is returned untouched. An import error fails the upload with the message
+    (naming the file and line); the imported data is all or nothing, as in the request."""
+    holder = leases.claim(Upload, upload_id)
+    row = Upload.objects.get(pk=upload_id)
+    if holder is None:
+        return row
+    path = Path(row.path)
+    try:
+        with leases.renewing(Upload, row.pk, holder):
+            result = _named_errors(path, lambda: _import(row.kind, path, row.params))
+            Upload.objects.filter(pk=row.pk, holder=holder).update(
+                status=leases.DONE, progress=1.0, result=result, finished=timezone.now(),
+                holder="", lease_expires=None, error="")
+    except BaseException as exc:
+        retry = isinstance(exc, retry_on)
+        message = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
+        if leases.release(Upload, row.pk, holder, message, retry=retry) and not retry:
+            Upload.objects.filter(pk=row.pk).update(finished=timezone.now())
+        if not isinstance(exc, ValueError) or retry:
+            raise
+    finally:
+        row.refresh_from_db()
+        if row.status in (leases.DONE, leases.FAILED):
+            shutil.rmtree(path.parent, ignore_errors=True)
+    return row
+
+
+def upload_fail(upload_id: int, message: str) -> None:
+    if leases.fail_waiting(Upload, upload_id, message):
+        Upload.objects.filter(pk=upload_id).update(finished=timezone.now())
+
+
+def uploads_reconcile(*, wake_after: float | None = None) -> leases.Reconciled:
+    """Re-queue imports whose worker is gone and wake those whose message was lost."""
+    result = leases.reconcile(Upload, _upload_wake, wake_after=wake_after)
+    if result.failed:
+        Upload.objects.filter(pk__in=result.failed).update(finished=timezone.now())
+    return result

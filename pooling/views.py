@@ -67,6 +67,20 @@ class PoolBuildForm(forms.Form):
     collection = forms.CharField(max_length=100, required=False)
     name = forms.CharField(max_length=100, required=False)
 
+    def __init__(self, *args, **kwargs):
+        """Topic sets, models and collections as selects of what exists (the service still
+        checks what is posted and names what is wrong)."""
+        super().__init__(*args, **kwargs)
+        from crowd.selectors import topic_set_list
+        from retrieval.selectors import collection_list, retrieval_model_list
+
+        lists = {"topic_set": [t.name for t in topic_set_list()],
+                 "model": [m.name for m in retrieval_model_list()],
+                 "collection": [c.name for c in collection_list()]}
+        for field, names in lists.items():
+            blank = [] if self.fields[field].required else [("", "any")]
+            self.fields[field].widget = forms.Select(choices=blank + [(n, n) for n in names])
+
 
 @staff_required
 @require_POST

@@ -237,3 +237,11 @@ def test_large_file_is_recorded_then_imported_by_the_worker_service(staff, setti
     assert not TopicSet.objects.filter(name="bad").exists()
     page = staff.get(reverse("crowd:organiser_upload_status", args=[bad.pk])).content.decode()
     assert "bad.tsv, line 3" in page
+
+
+@pytest.mark.django_db
+def test_pooling_page_build_form_uses_selects(staff):
+    _topics(staff)
+    page = staff.get(reverse("pooling:index")).content.decode()
+    assert '<select name="topic_set"' in page and '<option value="ts1">ts1</option>' in page
+    assert '<select name="model"' in page and '<select name="collection"' in page

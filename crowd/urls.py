@@ -27,6 +27,7 @@ urlpatterns = [
     path("organiser/runs/", org.run_upload, name="organiser_run_upload"),
     path("organiser/qrels/", org.qrels_upload, name="organiser_qrels_upload"),
     path("organiser/uploads/<int:pk>/", org.upload_status, name="organiser_upload_status"),
+    path("organiser/collections/", org.collection_upload, name="organiser_collection_upload"),
     path("organiser/studies/", org.study_new, name="organiser_study_new"),
     path("organiser/studies/<int:pk>/links/", org.study_links, name="organiser_study_links"),
     path("organiser/retrieval/", org.retrieval_launch, name="organiser_retrieval_launch"),

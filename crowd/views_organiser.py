@@ -119,6 +119,22 @@ class QrelsUploadForm(_Choices):
     dynamic = {"topic_set": _topic_set_choices}
 
 
+def _collection_formats():
+    from retrieval.collections_io import FORMATS
+
+    return [(f, f) for f in FORMATS]
+
+
+class CollectionUploadForm(_Choices):
+    file = forms.FileField(help_text="jsonl ({id, contents} a line), TREC <DOC> or SMART (.I/.W); .gz accepted")
+    name = forms.CharField(max_length=100)
+    format = forms.ChoiceField()
+    encoding = forms.CharField(initial="utf-8", max_length=40)
+    skip_empty = forms.BooleanField(required=False,
+                                    help_text="leave out documents with nothing to index (else an error)")
+    dynamic = {"format": _collection_formats}
+
+
 class StudyForm(_Choices):
     topic_set = forms.ChoiceField()
     name = forms.CharField(max_length=200)
@@ -167,12 +183,13 @@ class PoolBuildSelectForm(_Choices):
                "model": _model_choices}
 
 
-def _upload(request, kind, params):
-    """Import a small file in the request; record a large one and show its progress page."""
+def _upload(request, kind, params, *, background=False):
+    """Import a small file in the request; record a large one (or any collection, which
+    builds an index) and show its progress page."""
     from uploads import services as uploads
 
     upload = params.pop("file")
-    if upload.size > uploads.task_threshold():
+    if background or upload.size > uploads.task_threshold():
         row = uploads.upload_create(kind, upload, params, created_by=request.user.get_username())
         messages.info(request, f"{row.filename} ({row.size} bytes) is being imported by a worker")
         return redirect("crowd:organiser_upload_status", pk=row.pk)
@@ -181,6 +198,14 @@ def _upload(request, kind, params):
     if result.get("topic_set"):
         return _to_project(result["topic_set"])
     return redirect("pooling:qrels_detail", name=result["qrels"])
+
+
+@staff_required
+@require_http_methods(["GET", "POST"])
+def collection_upload(request):
+    def action(d, request):
+        return _upload(request, "collection", dict(d), background=True)
+    return _form_page(request, CollectionUploadForm, "Upload a collection", action)
 
 
 @staff_required

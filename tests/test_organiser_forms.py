@@ -36,7 +36,7 @@ def _topics(staff, text=TOPICS, name="topics.tsv", topic_set="ts1"):
 
 URLS = ["organiser_topics_upload", "organiser_variants_upload", "organiser_run_upload",
         "organiser_qrels_upload", "organiser_study_new", "organiser_retrieval_launch",
-        "organiser_judging_task_new"]
+        "organiser_judging_task_new", "organiser_collection_upload"]
 
 
 @pytest.mark.django_db
@@ -245,3 +245,40 @@ def test_pooling_page_build_form_uses_selects(staff):
     page = staff.get(reverse("pooling:index")).content.decode()
     assert '<select name="topic_set"' in page and '<option value="ts1">ts1</option>' in page
     assert '<select name="model"' in page and '<select name="collection"' in page
+
+
+@pytest.mark.django_db(transaction=True)
+def test_collection_upload_is_always_a_task_that_builds_an_index(staff, settings, tmp_path):
+    import json
+    from unittest import mock
+
+    from retrieval.models import Collection
+    from uploads.models import Upload
+    from uploads.services import upload_run
+
+    settings.DATA_DIR = tmp_path
+    settings.INDEX_ROOT = tmp_path / "indexes"
+    url = reverse("crowd:organiser_collection_upload")
+    page = staff.get(url).content.decode()
+    assert '<select name="format"' in page and '<option value="jsonl">' in page
+
+    def post(name, docs):
+        text = "".join(json.dumps({"id": d, "contents": c}) + "\n" for d, c in docs)
+        with mock.patch("uploads.services._upload_wake"):
+            return staff.post(url, {"file": _upload(f"{name}.jsonl", text), "name": name,
+                                    "format": "jsonl", "encoding": "utf-8"})
+
+    response = post("tiny", [("a", "alpha apples"), ("b", "beta pears")])
+    row = Upload.objects.get()
+    assert response["Location"] == reverse("crowd:organiser_upload_status", args=[row.pk])
+    assert row.kind == "collection" and not Collection.objects.exists()
+    row = upload_run(row.pk)
+    assert row.status == "done", row.error
+    assert Collection.objects.get(name="tiny").doc_count == 2
+    assert "ready" in row.note
+
+    post("broken", [("a", "alpha"), ("e", "  ")])
+    bad = upload_run(Upload.objects.get(filename="broken.jsonl").pk)
+    assert bad.status == "failed"
+    assert "broken.jsonl, line 2: document 'e' has no text" in bad.error
+    assert not Collection.objects.filter(name="broken").exists()

@@ -7,7 +7,7 @@ from retrieval.leases import STATUS_CHOICES
 
 class Upload(models.Model):
     KIND_CHOICES = [("topics", "topics"), ("variants", "query variants"), ("run", "system run"),
-                    ("qrels", "qrels")]
+                    ("qrels", "qrels"), ("collection", "collection")]
 
     kind = models.CharField(max_length=20, choices=KIND_CHOICES)
     params = models.JSONField(default=dict)
@@ -17,6 +17,7 @@ class Upload(models.Model):
     status = models.CharField(max_length=10, choices=STATUS_CHOICES, default="queued")
     progress = models.FloatField(default=0.0)
     error = models.TextField(blank=True, default="")
+    note = models.TextField(blank=True, default="", help_text="the import's latest step")
     result = models.JSONField(null=True, blank=True)
     created_by = models.CharField(max_length=150, blank=True, default="")
     created = models.DateTimeField(auto_now_add=True)

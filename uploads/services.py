@@ -34,8 +34,9 @@ def safe_filename(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]", "_", Path(name).name) or "upload"
 
 
-def _import(kind: str, path: Path, params: dict) -> dict:
-    """Import ``path`` as ``kind``; returns a short summary for the page."""
+def _import(kind: str, path: Path, params: dict, say=None) -> dict:
+    """Import ``path`` as ``kind``; returns a short summary for the page. ``say(message)``
+    hears the steps of a long import (a collection's indexing)."""
     if kind == "topics":
         from crowd.services import topics_import
         from crowd.topicfiles import read_topics
@@ -72,6 +73,14 @@ def _import(kind: str, path: Path, params: dict) -> dict:
                              encoding=params.get("encoding", "utf-8"))
         return {"topic_set": params.get("topic_set") or "", "qrels": qrels.name,
                 "message": f"imported {qrels.judgments_count} judgments as qrels {qrels.name!r}"}
+    if kind == "collection":
+        from retrieval.services import collection_import
+
+        collection = collection_import(params["name"], path, params["format"], progress=say,
+                                       encoding=params.get("encoding", "utf-8"),
+                                       skip_empty=params.get("skip_empty", False))
+        return {"collection": collection.name,
+                "message": f"collection {collection.name!r}: {collection.doc_count} documents indexed"}
     raise ValueError(f"unknown upload kind {kind!r}")
 
 
@@ -138,7 +147,10 @@ def upload_run(upload_id: int, *, retry_on: tuple[type[BaseException], ...] = ()
     path = Path(row.path)
     try:
         with leases.renewing(Upload, row.pk, holder):
-            result = _named_errors(path, lambda: _import(row.kind, path, row.params))
+            def say(message: str) -> None:
+                Upload.objects.filter(pk=row.pk, holder=holder).update(note=str(message)[:2000])
+
+            result = _named_errors(path, lambda: _import(row.kind, path, row.params, say))
             Upload.objects.filter(pk=row.pk, holder=holder).update(
                 status=leases.DONE, progress=1.0, result=result, finished=timezone.now(),
                 holder="", lease_expires=None, error="")

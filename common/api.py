@@ -120,11 +120,12 @@ def error_responses_hook(result, generator, request, public):
             if method not in ("get", "post", "put", "patch", "delete"):
                 continue
             responses = operation.setdefault("responses", {})
+            # errors come in the media types the operation answers in (JSON, or text)
+            media = {m for r in responses.values() for m in r.get("content", {})} or {"application/json"}
             for status, text in ERROR_STATUSES.items():
-                responses.setdefault(status, {
-                    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
-                    "description": text,
-                })
+                content = {m: {"schema": {"$ref": "#/components/schemas/Error"} if m == "application/json"
+                               else {"type": "string"}} for m in sorted(media)}
+                responses.setdefault(status, {"content": content, "description": text})
     return result
 
 

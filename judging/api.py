@@ -3,8 +3,12 @@
 with history on request) and their qrels export (:func:`judging.selectors.qrels_lines`)."""
 from __future__ import annotations
 
+import io
+import json
+
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
-from rest_framework import generics, mixins, serializers, status, viewsets
+from rest_framework import generics, mixins, renderers, serializers, status, viewsets
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -12,6 +16,7 @@ from rest_framework.views import APIView
 from common.api import lookup, name_field, service_call
 from judging import selectors, services
 from judging.aggregate import AGGREGATES
+from judging.labelfiles import QrelsLine, write_qrels
 from judging.models import JudgingTask, JudgmentSet, Label
 from pooling.selectors import pool_get
 
@@ -181,18 +186,38 @@ def _flag(request, name: str) -> bool:
     return raw in ("true", "1")
 
 
+class QrelsTextRenderer(renderers.BaseRenderer):
+    """``Accept: text/plain``: the qrels file itself (``topic second docid grade`` lines,
+    as ``export_qrels`` writes them); an error is its message on one line."""
+
+    media_type = "text/plain"
+    format = "txt"
+    charset = "utf-8"
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        out = io.StringIO()
+        if isinstance(data, dict) and "lines" in data:
+            write_qrels(out, (QrelsLine(ln["topic_id"], ln["intent_id"], ln["docid"], ln["grade"])
+                              for ln in data["lines"]))
+        else:
+            out.write(f"{json.dumps(data)}\n")
+        return out.getvalue().encode(self.charset)
+
+
 class QrelsExport(APIView):
     """The qrels of a judgment set, each item's labels combined by ``aggregate`` — the
-    lines ``export_qrels`` writes."""
+    lines ``export_qrels`` writes: as JSON, or with ``Accept: text/plain`` as the qrels
+    file itself."""
 
     serializer_class = QrelsExportSerializer
+    renderer_classes = [renderers.JSONRenderer, QrelsTextRenderer]
 
     @extend_schema(parameters=[
         OpenApiParameter("kind", str, enum=list(QRELS_KINDS), description="adhoc (default), diversity or ndeval"),
         OpenApiParameter("aggregate", str, description=f"{', '.join(AGGREGATES)} or assessor:NAME "
                          "(default majority)"),
         OpenApiParameter("adhoc_intent", str, description="adhoc from this intent's labels"),
-    ], responses={200: QrelsExportSerializer})
+    ], responses={(200, "application/json"): QrelsExportSerializer, (200, "text/plain"): OpenApiTypes.STR})
     def get(self, request, name):
         jset = judgment_set_or_404(name)
         kind = request.query_params.get("kind", "adhoc")

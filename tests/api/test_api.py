@@ -132,6 +132,12 @@ def test_qrels_export_is_the_judgment_sets_lines(data, api):
     body = api().get("/api/judgment-sets/nist/qrels/?kind=adhoc&aggregate=majority").json()
     assert [(ln["topic_id"], ln["intent_id"], ln["docid"], ln["grade"]) for ln in body["lines"]] == [
         (t, "0", f"{t}-d{d}", int(d <= 2)) for t in TOPICS for d in range(1, DOCS + 1)]
+    text = api().get("/api/judgment-sets/nist/qrels/", HTTP_ACCEPT="text/plain")
+    assert text["Content-Type"].startswith("text/plain")
+    assert text.content.decode() == "".join(f"{t} 0 {t}-d{d} {int(d <= 2)}\n"
+                                            for t in TOPICS for d in range(1, DOCS + 1))
+    missing = api().get("/api/judgment-sets/nope/qrels/", HTTP_ACCEPT="text/plain")
+    assert missing.status_code == 404 and "nope" in missing.content.decode()
     response = api().get("/api/judgment-sets/nist/qrels/?kind=diversity")
     assert response.status_code == 400 and "per-intent" in response.json()["detail"][0]
     response = api().get("/api/judgment-sets/nist/qrels/?kind=trec")

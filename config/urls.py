@@ -13,4 +13,5 @@ urlpatterns = [
     path("pooling/", include("pooling.urls")),
     path("judging/", include("judging.urls")),
     path("evaluation/", include("evaluation.urls")),
+    path("api/", include("config.api")),
 ]

@@ -21,5 +21,7 @@ app.autodiscover_tasks()
 
 @worker_ready.connect
 def _reconcile_on_start(sender=None, **kwargs):
-    for name in ("retrieval.tasks.chunks_reconcile_task", "pooling.tasks.pools_reconcile_task"):
+    for name in ("retrieval.tasks.chunks_reconcile_task", "pooling.tasks.pools_reconcile_task",
+                 "evaluation.tasks.analyses_reconcile_task"):
         app.send_task(name, kwargs={"on_start": True})
+    app.send_task("uploads.tasks.uploads_reconcile_task")

@@ -42,6 +42,7 @@ INSTALLED_APPS = [
     "pooling",
     "judging",
     "evaluation",
+    "uploads",
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
@@ -105,6 +106,8 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = DATA_DIR / "static"
+# The design system (vendored Pico CSS) and the pages' own scripts: nothing is fetched at run time.
+STATICFILES_DIRS = [BASE_DIR / "static"]
 # Static files (the admin's CSS and scripts) are served by the app itself (WhiteNoise),
 # under gunicorn too; from STATIC_ROOT after collectstatic, else from the apps' folders.
 WHITENOISE_USE_FINDERS = True
@@ -190,6 +193,9 @@ CELERY_BEAT_SCHEDULE = {
     "retrieval-chunks-reconcile": {"task": "retrieval.tasks.chunks_reconcile_task",
                                    "schedule": 60.0},
     "pooling-pools-reconcile": {"task": "pooling.tasks.pools_reconcile_task", "schedule": 60.0},
+    "evaluation-analyses-reconcile": {"task": "evaluation.tasks.analyses_reconcile_task",
+                                      "schedule": 60.0},
+    "uploads-reconcile": {"task": "uploads.tasks.uploads_reconcile_task", "schedule": 60.0},
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
 # A lease is renewed every third of JOB_LEASE_SECONDS while its work runs; a lease that
@@ -226,6 +232,7 @@ REST_FRAMEWORK = {
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
     "URL_FORMAT_OVERRIDE": None,
 }
 SPECTACULAR_SETTINGS = {

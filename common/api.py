@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from typing import Callable, TypeVar
 
+from django.db import DataError
 from django.http import Http404
 from rest_framework import pagination, permissions, serializers
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import ParseError, ValidationError
+from rest_framework.parsers import JSONParser
 
 T = TypeVar("T")
 
@@ -149,3 +151,51 @@ def api_token_issue(username: str, *, rotate: bool = False) -> str:
             Token.objects.filter(user=user).delete()
         token, _ = Token.objects.get_or_create(user=user)
     return token.key
+
+
+def _unstorable(text: str) -> str | None:
+    """Why ``text`` cannot be stored (PostgreSQL refuses NUL; UTF-8 has no lone
+    surrogates), or None."""
+    if "\x00" in text:
+        return "contains a NUL character"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "contains an unpaired surrogate character"
+    return None
+
+
+def _check_text(value, where: str) -> None:
+    if isinstance(value, str):
+        reason = _unstorable(value)
+        if reason:
+            raise ParseError(f"{where or 'body'}: text {reason}")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _check_text(key, f"{where}.{key}" if where else "a field name")
+            _check_text(item, f"{where}.{key}" if where else str(key))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            _check_text(item, f"{where}[{i}]")
+
+
+class StrictJSONParser(JSONParser):
+    """JSON bodies whose every string can be stored: a NUL or an unpaired surrogate is a 400
+    naming the field, not a database error."""
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        data = super().parse(stream, media_type, parser_context)
+        _check_text(data, "")
+        return data
+
+
+def exception_handler(exc, context):
+    """DRF's handler, with values the database refuses (e.g. a NUL in a query parameter
+    used in a lookup) answered as a 400 instead of a server error."""
+    from rest_framework.views import exception_handler as drf_exception_handler  # not at import:
+    # rest_framework.views reads the settings that name this module
+
+    if isinstance(exc, DataError):
+        exc = ValidationError({"detail": "a value in the request cannot be stored or looked "
+                                         "up (a NUL or another character the database refuses)"})
+    return drf_exception_handler(exc, context)

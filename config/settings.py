@@ -232,7 +232,8 @@ REST_FRAMEWORK = {
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["common.api.StrictJSONParser"],
+    "EXCEPTION_HANDLER": "common.api.exception_handler",
     "URL_FORMAT_OVERRIDE": None,
 }
 SPECTACULAR_SETTINGS = {

@@ -190,6 +190,21 @@ def test_bad_writes_are_400_naming_the_field(data, api):
     assert response.status_code == 400
 
 
+def test_text_the_database_cannot_store_is_400_not_a_server_error(data, api):
+    """Found by schemathesis: a NUL in a name reached PostgreSQL ("text fields cannot
+    contain NUL") and came back as a 500."""
+    post = api("staff").post
+    for body in ({"name": "t\u0000", "pool": "p"}, {"name": "t", "pool": "p\u0000x"}):
+        response = post("/api/judging-tasks/", json.dumps(body), content_type="application/json")
+        assert response.status_code == 400, response.content
+        assert "NUL" in response.json()["detail"], response.json()
+    lone = '{"topic_set": "UQV", "collection": "\\udb63", "model": "bm25"}'
+    response = post("/api/runs/", lone, content_type="application/json")
+    assert response.status_code == 400 and "collection" in response.json()["detail"]
+    response = api("staff").get("/api/pools/p%00x/")
+    assert response.status_code in (400, 404), response.content
+
+
 def test_pool_and_judging_task_through_the_services(data, api, django_capture_on_commit_callbacks):
     from pooling.models import Pool
 

@@ -1,12 +1,10 @@
-"""Pages for organisers (staff): pools, qrels, and the pool analyses with inline SVG plots.
+"""Pages for organisers (staff): pools, qrels, and the pool analyses with their figures.
 
 Each view validates a form, calls a selector, an analysis or a service, and renders. The
-small SVG plotter at the end draws server-side with no plotting library (and no scripts in
-the page).
+figures are drawn by :mod:`common.figures` (matplotlib): SVG inline, and PNG, PDF, SVG and
+the CSV behind each from the same view with ``?figure=NAME&format=FMT``.
 """
 from __future__ import annotations
-
-import math
 
 from django import forms
 from django.contrib.auth.decorators import user_passes_test
@@ -14,15 +12,25 @@ from django.contrib import messages
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
-from django.utils.html import escape
-from django.utils.safestring import mark_safe
+
+from common import figures
+from common.figure_pages import PagePlot, download, figure_html
 
 from . import analysis, selectors, services
 
 staff_required = user_passes_test(lambda u: u.is_active and u.is_staff)
 
 SCATTER_POINTS = 5000  # an evenly spaced subset of larger pools is drawn
-COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf"]
+
+
+def _render_with_figures(request, template, ctx, plots: dict, stem: str):
+    """The page with each plot inline as ``<name>_svg``, or the download it asks for."""
+    response = download(request, plots, stem)
+    if response is not None:
+        return response
+    for name, plot in plots.items():
+        ctx[f"{name}_svg"] = figure_html(request, name, plot)
+    return render(request, template, ctx)
 
 
 def _pool_or_404(ref):
@@ -125,37 +133,30 @@ def pool_detail(request, ref):
     form = PoolQrelsForm(request.GET or None)
     summary = selectors.pool_size_summary(pool)
     ctx = {"pool": pool, "form": form, "summary": summary}
+    plots = {}
     sizes = summary["sizes"]
     if sizes:
-        ctx["sizes_svg"] = svg_plot(
-            [{"label": "documents", "xs": list(range(len(sizes))), "ys": list(sizes.values())}],
-            kind="bar",
-            xlabel="topic",
-            ylabel="pool size",
-            xticklabels=list(sizes.keys()),
-        )
+        plots["sizes"] = PagePlot(
+            "Pool size per topic", [{"topic": t, "documents": n} for t, n in sizes.items()],
+            lambda rows: figures.bar_figure(rows, "topic", "documents", title="Pool size per topic",
+                                            xlabel="topic", ylabel="pooled documents"))
     qrels_name = form.cleaned_data.get("qrels") if form.is_valid() else ""
     if qrels_name and pool.status == pool.STATUS_DONE:
         qrels = selectors.qrels_get(qrels_name)
         ctx["qrels"] = qrels
         ctx["coverage"] = analysis.pool_coverage(pool, qrels)
         points = analysis.pool_rank_weight_points(pool, qrels, limit=SCATTER_POINTS)
-        judged = [pt for pt in points if pt["judged"]]
-        unjudged = [pt for pt in points if not pt["judged"]]
-        ctx["scatter_svg"] = svg_plot(
-            [
-                {"label": "unjudged", "xs": [pt["min_rank"] for pt in unjudged],
-                 "ys": [pt["weight"] for pt in unjudged], "colour": "#999999"},
-                {"label": "judged", "xs": [pt["min_rank"] for pt in judged],
-                 "ys": [pt["weight"] for pt in judged], "colour": "#d62728"},
-            ],
-            kind="scatter",
-            xlabel="shallowest rank",
-            ylabel="aggregate weight",
-            xlog=True,
-            ylog=True,
-        )
-    return render(request, "pooling/pool_detail.html", ctx)
+        # unjudged first, so judged points are drawn on top (and coloured second: red)
+        rows = [{**pt, "status": "judged" if pt["judged"] else "unjudged"}
+                for pt in sorted(points, key=lambda pt: pt["judged"])
+                if pt["min_rank"] > 0 and pt["weight"] > 0]
+        if rows:
+            title = f"Shallowest rank against aggregate weight ({qrels.name})"
+            plots["scatter"] = PagePlot(title, rows, lambda rows: figures.scatter_figure(
+                rows, "min_rank", "weight", series="status", title=title, xlabel="shallowest rank",
+                ylabel="aggregate weight", xlog=True, ylog=True))
+    return _render_with_figures(request, "pooling/pool_detail.html", ctx, plots,
+                                f"pool-{pool.name or pool.pk}")
 
 
 def _int_list(value: str) -> list[int]:
@@ -196,6 +197,7 @@ class GrowthForm(forms.Form):
 def growth(request):
     form = _bound_with_defaults(GrowthForm, request.GET)
     ctx = {"form": form}
+    plots = {}
     if form.is_valid():
         d = form.cleaned_data
         results, errors = {}, []
@@ -219,8 +221,8 @@ def growth(request):
                 for depth, curve in res["curves"].items():
                     if not curve["n"]:
                         continue
-                    series.append({"label": f"{sources} @{depth}", "xs": curve["n"],
-                                   "ys": curve["random"]})
+                    series += [{"series": f"{sources} @{depth}", "contributors": n, "mean_size": y}
+                               for n, y in zip(curve["n"], curve["random"]) if n > 0 and y > 0]
                     fits.append({"sources": sources, "depth": depth, **res["fit"][depth],
                                  "contributor": res["contributor"],
                                  "ordered_by": res["ordered_by"],
@@ -228,11 +230,10 @@ def growth(request):
                                  "final_size": curve["random"][-1]})
             ctx["fits"] = fits
             if series:
-                ctx["growth_svg"] = svg_plot(
-                    series, kind="line", xlabel="contributors", ylabel="mean pool size",
-                    xlog=True, ylog=True,
-                )
-    return render(request, "pooling/growth.html", ctx)
+                plots["growth"] = PagePlot("Pool growth", series, lambda rows: figures.line_figure(
+                    rows, "contributors", "mean_size", series="series", title="Pool growth",
+                    xlabel="contributors", ylabel="mean pool size per topic", xlog=True, ylog=True))
+    return _render_with_figures(request, "pooling/growth.html", ctx, plots, "pool-growth")
 
 
 class RBOForm(forms.Form):
@@ -253,6 +254,7 @@ class RBOForm(forms.Form):
 def rbo(request):
     form = _bound_with_defaults(RBOForm, request.GET)
     ctx = {"form": form}
+    plots = {}
     if form.is_valid():
         d = form.cleaned_data
         try:
@@ -265,23 +267,15 @@ def rbo(request):
             form.add_error(None, str(exc))
         else:
             ctx["result"] = res
-            series = [
-                {"label": label, **_histogram([r["ext"] for r in res[key]])}
-                for key, label in (("user", "user variants"), ("system", "system runs"))
-                if res[key]
-            ]
-            if series:
-                ctx["rbo_svg"] = svg_plot(series, kind="line", xlabel="RBO (extrapolated)",
-                                          ylabel="fraction of pairs")
-    return render(request, "pooling/rbo.html", ctx)
-
-
-def _histogram(values, bins=20):
-    counts = [0] * bins
-    for v in values:
-        counts[min(bins - 1, max(0, int(v * bins)))] += 1
-    total = max(1, len(values))
-    return {"xs": [(i + 0.5) / bins for i in range(bins)], "ys": [c / total for c in counts]}
+            rows = [row for key, label in (("user", "user variants"), ("system", "system runs"))
+                    if res[key]
+                    for row in figures.histogram_rows([r["ext"] for r in res[key]], bins=20, pairs=label)]
+            if rows:
+                title = f"RBO (p = {d['p']:g}) distribution"
+                plots["rbo"] = PagePlot(title, rows, lambda rows: figures.line_figure(
+                    rows, "bin_mid", "fraction", series="pairs", title=title,
+                    xlabel="RBO (extrapolated), bins of 0.05", ylabel="fraction of pairs"))
+    return _render_with_figures(request, "pooling/rbo.html", ctx, plots, "pool-rbo")
 
 
 @staff_required
@@ -294,104 +288,3 @@ def qrels_detail(request, name):
         request, "pooling/qrels_detail.html",
         {"qrels": qrels, "stats": selectors.qrels_summary(qrels)},
     )
-
-
-# --- inline SVG ------------------------------------------------------------------------
-
-
-def _fmt(v: float) -> str:
-    if v == 0:
-        return "0"
-    if abs(v) >= 1000:
-        return f"{v:.0f}"
-    if abs(v) < 0.01:
-        return f"{v:.2g}"
-    return f"{v:.3g}"
-
-
-def svg_plot(series, *, kind="line", xlabel="", ylabel="", xlog=False, ylog=False,
-             xticklabels=None, width=680, height=360):
-    """An SVG chart of ``series`` (dicts with label, xs, ys and optional colour).
-
-    ``kind`` is line, scatter or bar; logarithmic axes drop non-positive values.
-    """
-    left, right, top, bottom = 64, 140, 16, 48
-    pw, ph = width - left - right, height - top - bottom
-    tx = (lambda v: math.log10(v)) if xlog else float
-    ty = (lambda v: math.log10(v)) if ylog else float
-    clean = []
-    for i, s in enumerate(series):
-        pts = [(x, y) for x, y in zip(s["xs"], s["ys"])
-               if (not xlog or x > 0) and (not ylog or y > 0)]
-        clean.append((s, pts, s.get("colour") or COLOURS[i % len(COLOURS)]))
-    allx = [tx(x) for _, pts, _ in clean for x, _ in pts]
-    ally = [ty(y) for _, pts, _ in clean for _, y in pts]
-    if not allx:
-        return mark_safe('<p class="muted">nothing to plot</p>')
-    x0, x1 = min(allx), max(allx)
-    y0, y1 = min(ally), max(ally)
-    if not ylog:
-        y0 = min(0.0, y0)
-    if kind == "bar":
-        x0, x1 = x0 - 0.5, x1 + 0.5
-    if x1 - x0 < 1e-12:
-        x0, x1 = x0 - 1, x1 + 1
-    if y1 - y0 < 1e-12:
-        y0, y1 = y0 - 1, y1 + 1
-
-    def X(v):
-        return left + (tx(v) - x0) / (x1 - x0) * pw
-
-    def Y(v):
-        return top + ph - (ty(v) - y0) / (y1 - y0) * ph
-
-    out = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
-        f'width="{width}" height="{height}" role="img" '
-        f'aria-label="{escape(ylabel)} against {escape(xlabel)}" font-size="11">',
-        f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" fill="none" stroke="#999"/>',
-    ]
-    for i in range(5):  # ticks
-        fx = x0 + (x1 - x0) * i / 4
-        fy = y0 + (y1 - y0) * i / 4
-        px = left + pw * i / 4
-        py = top + ph - ph * i / 4
-        if kind != "bar":
-            xv = 10 ** fx if xlog else fx
-            out.append(f'<text x="{px:.1f}" y="{top + ph + 14}" text-anchor="middle">'
-                       f"{_fmt(xv)}</text>")
-        yv = 10 ** fy if ylog else fy
-        out.append(f'<text x="{left - 4}" y="{py + 4:.1f}" text-anchor="end">{_fmt(yv)}</text>')
-        out.append(f'<line x1="{left}" x2="{left + pw}" y1="{py:.1f}" y2="{py:.1f}" '
-                   f'stroke="#eee"/>')
-    if kind == "bar" and xticklabels:
-        step = max(1, len(xticklabels) // 20)
-        for i in range(0, len(xticklabels), step):
-            out.append(f'<text x="{X(i):.1f}" y="{top + ph + 14}" text-anchor="middle">'
-                       f"{escape(str(xticklabels[i]))}</text>")
-    out.append(f'<text x="{left + pw / 2}" y="{height - 8}" text-anchor="middle">'
-               f"{escape(xlabel)}{' (log)' if xlog else ''}</text>")
-    out.append(f'<text transform="translate(14 {top + ph / 2}) rotate(-90)" '
-               f'text-anchor="middle">{escape(ylabel)}{" (log)" if ylog else ""}</text>')
-    for k, (s, pts, colour) in enumerate(clean):
-        if kind == "line" and pts:
-            coords = " ".join(f"{X(x):.1f},{Y(y):.1f}" for x, y in pts)
-            out.append(f'<polyline fill="none" stroke="{colour}" stroke-width="1.5" '
-                       f'points="{coords}"/>')
-        elif kind == "scatter":
-            out.extend(f'<circle cx="{X(x):.1f}" cy="{Y(y):.1f}" r="2" fill="{colour}" '
-                       f'fill-opacity="0.6"/>' for x, y in pts)
-        elif kind == "bar":
-            bw = max(1.0, pw / max(1, len(pts)) * 0.8)
-            base = Y(y0) if not ylog else top + ph
-            out.extend(
-                f'<rect x="{X(x) - bw / 2:.1f}" y="{Y(y):.1f}" width="{bw:.1f}" '
-                f'height="{max(0.0, base - Y(y)):.1f}" fill="{colour}"/>'
-                for x, y in pts
-            )
-        ly = top + 12 + 16 * k
-        out.append(f'<rect x="{left + pw + 10}" y="{ly - 8}" width="10" height="10" '
-                   f'fill="{colour}"/>')
-        out.append(f'<text x="{left + pw + 24}" y="{ly + 1}">{escape(s["label"])}</text>')
-    out.append("</svg>")
-    return mark_safe("".join(out))

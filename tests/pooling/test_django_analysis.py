@@ -198,7 +198,10 @@ def test_pages_render_for_staff(rankings_db, small_qrels, staff_client):
     for svg in re.findall(r"<svg.*?</svg>", detail, flags=re.S):
         root = ElementTree.fromstring(svg)  # well-formed SVG
         assert root.tag == "{http://www.w3.org/2000/svg}svg"
-    assert len(re.findall(r"<circle ", detail)) == 8  # one point per pooled document
+    scatter = staff_client.get(reverse("pooling:pool_detail", args=["combined-2"]),
+                               {"qrels": "small", "figure": "scatter", "format": "csv"})
+    assert scatter["Content-Type"] == "text/csv; charset=utf-8"
+    assert len(scatter.content.decode().splitlines()) == 1 + 8  # one point per pooled document
     assert detail.count("<svg") == 2 and "% unjudged" in detail and "combined-2" in detail
     growth = staff_client.get(page_urls(pool.id, "small")[3]).content.decode()
     assert "<svg" in growth and "users @2" in growth and "systems @2" in growth

@@ -78,6 +78,7 @@ def test_staff_only(client, small):
 
 def test_index_lists_every_analysis_kind(staff, small):
     page = staff.get("/evaluation/").content.decode()
+    assert '<a href="/evaluation/">Evaluation</a>' in page  # the navigation links the section
     for kind, _ in Analysis.KIND_CHOICES:
         assert f"/evaluation/new/{kind}/" in page
     assert staff.get("/evaluation/new/nope/").status_code == 404

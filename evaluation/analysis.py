@@ -136,14 +136,30 @@ def merged_intent_taus(run_paths: list[str], qrels_path: str, measure: str,
     ordering is the mean over queries of the mean over their intents. Seeded; compare
     with :func:`evaluation.variance.subsample_taus`' removed intents, which keeps the same
     numbers of intents."""
+    specs, runset, qrels = _read_runs_and_qrels(run_paths, qrels_path, measure)
+    return _merged_taus(runset, _relevant_intents(qrels.judgments), specs, str(qrels_path), fractions,
+                        repeats, seed, order)
+
+
+def merged_intent_taus_stored(topic_set: str, tags: list[str], qrels, measure: str,
+                              fractions=(0.2, 0.4, 0.6, 0.8), repeats: int = 20, seed: int = 0,
+                              order: str = "trec_eval") -> list[dict]:
+    """:func:`merged_intent_taus` of stored runs (by tag) with diversity ``qrels`` (an
+    :class:`evaluation.measures.Qrels`): the same draws, so the same numbers as the
+    files of those runs and qrels."""
+    specs, runset = _stored_specs_and_runs(topic_set, tags, qrels, measure)
+    return _merged_taus(runset, _relevant_intents(qrels.judgments), specs, qrels.source, fractions,
+                        repeats, seed, order)
+
+
+def _merged_taus(runset, judgments: dict, specs, source: str, fractions, repeats: int, seed: int,
+                 order: str) -> list[dict]:
     import numpy as np
 
     from evaluation.ranking import kendall_tau_b
     from evaluation.variance import _ordering
 
-    specs, runset, qrels = _read_runs_and_qrels(run_paths, qrels_path, measure)
-    judgments = _relevant_intents(qrels.judgments)
-    full = _ordering(_score_intents(runset, judgments, specs, order, str(qrels_path)))
+    full = _ordering(_score_intents(runset, judgments, specs, order, source))
     rng = np.random.default_rng(seed)
     rows = []
     for fraction in fractions:
@@ -166,7 +182,7 @@ def merged_intent_taus(run_paths: list[str], qrels_path: str, measure: str,
                         for d, grade in judgments[topic][intent].items():
                             docs[d] = max(grade, docs.get(d, grade))
                     merged.setdefault(topic, {})[f"m{g}"] = docs
-            ordering = _ordering(_score_intents(runset, merged, specs, order, str(qrels_path)))
+            ordering = _ordering(_score_intents(runset, merged, specs, order, source))
             taus.append(kendall_tau_b(full.to_numpy(), ordering.reindex(full.index).to_numpy()))
         v = np.array([t for t in taus if t is not None], dtype=float)
         rows.append({"fraction": fraction, "kind": "merged", "repeats": repeats, "mean": float(v.mean()),
@@ -180,6 +196,11 @@ def intent_scores_from_stored(topic_set: str, tags: list[str], qrels, measure: s
     """Per-intent scores (system, query, intent, score) of stored runs (by tag) with
     diversity ``qrels`` (an :class:`evaluation.measures.Qrels`), as
     :func:`intent_scores_from_runs` computes them from files."""
+    specs, runset = _stored_specs_and_runs(topic_set, tags, qrels, measure)
+    return _score_intents(runset, _relevant_intents(qrels.judgments), specs, order, qrels.source)
+
+
+def _stored_specs_and_runs(topic_set: str, tags: list[str], qrels, measure: str):
     from evaluation import measures
     from evaluation.evaluate_selectors import stored_runs
 
@@ -192,4 +213,4 @@ def intent_scores_from_stored(topic_set: str, tags: list[str], qrels, measure: s
         runset = measures.RunSet.from_rankings(stored_runs(topic_set=topic_set, tags=tags))
     except measures.EvaluationInputError as exc:
         raise ValueError(str(exc)) from None
-    return _score_intents(runset, _relevant_intents(qrels.judgments), specs, order, qrels.source)
+    return specs, runset

@@ -113,6 +113,14 @@ class EvaluateForm(_RunsForm):
 class RankCorrelationForm(_RunsForm):
     source_b = forms.ChoiceField(label="second judgments or qrels")
     measure = forms.CharField(initial="AP")
+    significance = forms.BooleanField(required=False, help_text="also a randomised two-sided Tukey HSD under each "
+                                      "evaluation and the counts TR, PS, TR−PS, TR∩PS, PS−TR "
+                                      "(Sakai, Dou & Clarke 2013)")
+    trials = forms.IntegerField(required=False, initial=10_000, min_value=100, max_value=100_000,
+                                help_text="randomisation trials B")
+    seed = forms.IntegerField(required=False, initial=0, min_value=0)
+    alpha = forms.FloatField(required=False, initial=0.05, min_value=0.0001, max_value=0.5,
+                             help_text="significance level")
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -124,7 +132,18 @@ class RankCorrelationForm(_RunsForm):
 
     def params(self) -> dict:
         d = self.cleaned_data
-        return {**super().params(), **_source_params(d["source_b"], "_b"), "measure": d["measure"]}
+        params = {**super().params(), **_source_params(d["source_b"], "_b"), "measure": d["measure"]}
+        if d["significance"]:
+            params.update(significance=True, trials=d["trials"], seed=d["seed"], alpha=d["alpha"])
+        return params
+
+    def clean(self):
+        data = super().clean()
+        if data.get("significance"):
+            for name, default in (("trials", 10_000), ("seed", 0), ("alpha", 0.05)):
+                if data.get(name) is None and name not in self.errors:
+                    data[name] = default
+        return data
 
 
 class VarianceForm(_RunsForm):
@@ -132,6 +151,14 @@ class VarianceForm(_RunsForm):
     budget = forms.IntegerField(required=False, min_value=1,
                                 help_text="judged (query, intent) pairs N·M; default: queries × most intents")
     max_intents = forms.IntegerField(required=False, min_value=1)
+    intent_taus = forms.BooleanField(required=False, initial=True, label="τ between intents",
+                                     help_text="per topic, min / mean / max Kendall's τ_b between the system "
+                                     "orderings of every pair of its intents")
+    subsample = forms.BooleanField(required=False, help_text="τ_b of collections with fewer queries, fewer intents "
+                                   "(removed) and merged intents against the full collection")
+    fractions = forms.CharField(required=False, initial="0.2,0.4,0.6,0.8", help_text="fractions kept, comma-separated")
+    repeats = forms.IntegerField(required=False, initial=20, min_value=1, max_value=200, help_text="draws per fraction")
+    seed = forms.IntegerField(required=False, initial=0, min_value=0)
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -140,9 +167,24 @@ class VarianceForm(_RunsForm):
     def clean_measure(self):
         return _check_measures(self.cleaned_data["measure"], one=True)
 
+    def clean_fractions(self):
+        text = self.cleaned_data.get("fractions") or "0.2,0.4,0.6,0.8"
+        try:
+            values = [float(f) for f in text.split(",") if f.strip()]
+        except ValueError:
+            raise forms.ValidationError(f"{text!r}: give fractions as numbers, e.g. 0.2,0.4,0.6,0.8") from None
+        if not values or len(values) > 10 or any(not 0 < v <= 1 for v in values):
+            raise forms.ValidationError("give one to ten fractions, each in (0, 1]")
+        return values
+
     def params(self) -> dict:
         d = self.cleaned_data
-        return {**super().params(), "measure": d["measure"], "budget": d["budget"], "max_intents": d["max_intents"]}
+        params = {**super().params(), "measure": d["measure"], "budget": d["budget"],
+                  "max_intents": d["max_intents"], "intent_taus": d["intent_taus"]}
+        if d["subsample"]:
+            params.update(subsample=True, fractions=d["fractions"], repeats=d["repeats"] or 20,
+                          seed=d["seed"] or 0)
+        return params
 
 
 class VariabilityForm(forms.Form):

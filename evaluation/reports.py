@@ -84,7 +84,7 @@ def intents_compute(p: dict, progress: Progress) -> dict:
 
 
 def rank_correlation_compute(p: dict, progress: Progress) -> dict:
-    from evaluation.ranking import correlations
+    from evaluation.ranking import correlations, significance_agreement
 
     first, keys, source_a = _evaluate(p["topic_set"], p.get("tags"), p["measure"], p.get("judgments"),
                                       p.get("qrels"), True, "trec_eval")
@@ -97,7 +97,26 @@ def rank_correlation_compute(p: dict, progress: Progress) -> dict:
     out = correlations(a, b)
     out.update({"measure": key, "first": source_a, "second": source_b,
                 "scores": [{"system": s, "first": a[s], "second": b[s]} for s in sorted(a)]})
+    if p.get("significance"):
+        progress(0.6)
+        out["significance"] = significance_agreement(
+            _topic_matrix(first, key, source_a), _topic_matrix(second, key, source_b),
+            trials=p.get("trials") or SIGNIFICANCE_TRIALS, seed=p.get("seed") or 0, alpha=p.get("alpha") or 0.05)
     return out
+
+
+SIGNIFICANCE_TRIALS = 10_000  # B of Sakai, Dou & Clarke (2013)
+
+
+def _topic_matrix(result: dict, key: str, source: str):
+    """The topics × systems frame of an evaluation's per-topic values, as the command
+    reads it from ``evaluate --json`` (:func:`evaluation.ranking.topic_matrix`)."""
+    import pandas as pd
+
+    from evaluation.ranking import topic_matrix
+
+    rows = [(tag, topic, values[key]) for tag, run in result.items() for topic, values in run["per_topic"].items()]
+    return topic_matrix(pd.DataFrame(rows, columns=["system", "topic", "score"]), source)
 
 
 def variance_compute(p: dict, progress: Progress) -> dict:
@@ -105,8 +124,8 @@ def variance_compute(p: dict, progress: Progress) -> dict:
     from evaluation.variability import stored_qrels
 
     qrels = stored_qrels(kind="diversity", judgments=p.get("judgments"), qrels=p.get("qrels"))
-    scores = analysis.intent_scores_from_stored(p["topic_set"], _run_tags(p["topic_set"], p.get("tags")), qrels,
-                                                p["measure"])
+    tags = _run_tags(p["topic_set"], p.get("tags"))
+    scores = analysis.intent_scores_from_stored(p["topic_set"], tags, qrels, p["measure"])
     progress(0.3)
     result = variance.fit_models(scores, full=True)
     budget = p.get("budget") or int(scores["query"].nunique() * scores.groupby("query")["intent"]
@@ -115,7 +134,24 @@ def variance_compute(p: dict, progress: Progress) -> dict:
     result["allocation"] = variance.allocation_table(result["full"], budget, p.get("max_intents"))
     result["measure"] = p["measure"]
     result["qrels"] = qrels.source
+    if p.get("intent_taus"):
+        from evaluation.ranking import intent_pair_taus
+
+        result["per_topic"] = intent_pair_taus(scores)
+    if p.get("subsample"):
+        fractions = p.get("fractions") or list(SUBSAMPLE_FRACTIONS)
+        repeats = p.get("repeats") or SUBSAMPLE_REPEATS
+        seed = p.get("seed") or 0
+        progress(0.6)
+        result["subsample"] = variance.subsample_taus(scores, fractions, repeats, seed)
+        progress(0.75)
+        result["subsample"] += analysis.merged_intent_taus_stored(p["topic_set"], tags, qrels, p["measure"],
+                                                                  fractions, repeats, seed)
     return result
+
+
+SUBSAMPLE_FRACTIONS = (0.2, 0.4, 0.6, 0.8)
+SUBSAMPLE_REPEATS = 20  # draws per fraction on a page (the command's default is 100)
 
 
 def variability_compute(p: dict, progress: Progress) -> dict:
@@ -264,7 +300,26 @@ def _present_rank_correlation(r):
     plots = {"scores": Plot("System scores under both evaluations", r["scores"], lambda rows: figures.scatter_figure(
         rows, "first", "second", title=f"{r['measure']} under two evaluations", xlabel=r["first"],
         ylabel=r["second"], diagonal=True, labels="system"))}
+    if "significance" in r:
+        s = r["significance"]
+        tables.insert(1, _table(
+            f"Significance agreement: randomised two-sided Tukey HSD, B = {s['trials']}, seed {s['seed']}, "
+            f"α = {s['alpha']} (TR: {r['first']}; PS: {r['second']})",
+            [{k: s[k] for k in ("systems", "pairs", "TR", "PS", "TR-PS", "TR&PS", "PS-TR", "opposite")}]))
+        rows = [{"set": k, "pairs": s[k]} for k in ("TR", "PS", "TR-PS", "TR&PS", "PS-TR")]
+        title = f"Significantly different system pairs (of {s['pairs']})"
+        plots["significance"] = Plot(title, rows, lambda rows: figures.bar_figure(
+            rows, "set", "pairs", title=title, xlabel="set (TR: first, PS: second evaluation)",
+            ylabel="system pairs"))
     return tables, plots
+
+
+def _intent_tau_rows(per_topic: dict) -> list[dict]:
+    """Per topic min/mean/max τ_b between its intents, topics in increasing mean τ (the
+    seed's Figure 2); ``position`` is the topic's place on the x axis."""
+    order = sorted(per_topic, key=lambda t: (per_topic[t]["mean"], t))
+    return [{"position": n, "topic": t, "statistic": k, "tau": per_topic[t][k]}
+            for k in ("max", "mean", "min") for n, t in enumerate(order, 1)]
 
 
 def _present_variance(r):
@@ -281,6 +336,25 @@ def _present_variance(r):
         plots["allocation"] = Plot(title, rows, lambda rows: figures.line_figure(
             rows, "intents", "variance", series="quantity", title=title, xlabel="M intents per query (N = budget / M)",
             ylabel=f"variance of mean {r['measure']}", xlog=True, ylog=True))
+    if "per_topic" in r:
+        tables.append(_table(f"Per topic: Kendall's τ_b between the system orderings ({r['measure']}) "
+                             "of every pair of its intents", [{"topic": t, **v} for t, v in r["per_topic"].items()]))
+        if r["per_topic"]:
+            title = f"τ_b between intents' system orderings ({r['measure']}), per topic"
+            plots["intent-taus"] = Plot(title, _intent_tau_rows(r["per_topic"]), lambda rows: figures.line_figure(
+                rows, "position", "tau", series="statistic", title=title, xlabel="topic (in increasing mean τ_b)",
+                ylabel="Kendall's τ_b", xint=True))
+    if "subsample" in r:
+        tables.append(_table("Subsampled collections: Kendall's τ_b with the full collection's ordering",
+                             r["subsample"]))
+        title = f"τ_b of subsampled collections ({r['measure']})"
+        labels = {"queries": "fewer queries", "intents": "fewer intents (removed)",
+                  "merged": "fewer intents (merged)"}
+        rows = [{"fraction": row["fraction"], "kind": labels.get(row["kind"], row["kind"]), "tau": row["mean"],
+                 "sd": row["sd"], "repeats": row["repeats"]} for row in r["subsample"]]
+        plots["subsample"] = Plot(title, rows, lambda rows: figures.line_figure(
+            rows, "fraction", "tau", series="kind", title=title, xlabel="fraction kept",
+            ylabel="mean Kendall's τ_b"))
     return tables, plots
 
 

@@ -26,9 +26,11 @@ DESCRIPTIONS = {
                  "sets, per intent, per topic and overall.",
     "intents": "Coherence, distinctness, plausibility and completeness of a topic set's intents "
                "(Radlinski, Szummer & Craswell 2010), with curves over β.",
-    "rank_correlation": "Kendall's τ_b and τ_ap between the system orderings under two judgment sets.",
-    "variance": "REML variance components of per-intent scores and the variance of the mean for N queries "
-                "× M intents under a fixed budget.",
+    "rank_correlation": "Kendall's τ_b and τ_ap between the system orderings under two judgment sets, and "
+                        "optionally the agreement of their significant differences (randomised Tukey HSD).",
+    "variance": "REML variance components of per-intent scores, the variance of the mean for N queries "
+                "× M intents under a fixed budget, per-topic τ between intents and the τ of subsampled "
+                "collections.",
     "variability": "The spread of a measure over users' query variants next to its spread over systems, per "
                    "topic, and the variance components of the variants' scores.",
 }

@@ -308,7 +308,7 @@ def _present_rank_correlation(r):
             [{k: s[k] for k in ("systems", "pairs", "TR", "PS", "TR-PS", "TR&PS", "PS-TR", "opposite")}]))
         rows = [{"set": k, "pairs": s[k]} for k in ("TR", "PS", "TR-PS", "TR&PS", "PS-TR")]
         title = f"Significantly different system pairs (of {s['pairs']})"
-        plots["significance"] = Plot(title, rows, lambda rows: figures.bar_figure(
+        plots["significance"] = Plot(title, rows, lambda rows, title=title: figures.bar_figure(
             rows, "set", "pairs", title=title, xlabel="set (TR: first, PS: second evaluation)",
             ylabel="system pairs"))
     return tables, plots
@@ -333,7 +333,7 @@ def _present_variance(r):
     plots = {}
     if rows:
         title = f"Variance of the mean for N queries × M intents, N·M = {r['budget']}"
-        plots["allocation"] = Plot(title, rows, lambda rows: figures.line_figure(
+        plots["allocation"] = Plot(title, rows, lambda rows, title=title: figures.line_figure(
             rows, "intents", "variance", series="quantity", title=title, xlabel="M intents per query (N = budget / M)",
             ylabel=f"variance of mean {r['measure']}", xlog=True, ylog=True))
     if "per_topic" in r:
@@ -341,9 +341,9 @@ def _present_variance(r):
                              "of every pair of its intents", [{"topic": t, **v} for t, v in r["per_topic"].items()]))
         if r["per_topic"]:
             title = f"τ_b between intents' system orderings ({r['measure']}), per topic"
-            plots["intent-taus"] = Plot(title, _intent_tau_rows(r["per_topic"]), lambda rows: figures.line_figure(
-                rows, "position", "tau", series="statistic", title=title, xlabel="topic (in increasing mean τ_b)",
-                ylabel="Kendall's τ_b", xint=True))
+            plots["intent-taus"] = Plot(title, _intent_tau_rows(r["per_topic"]), lambda rows, title=title: (
+                figures.line_figure(rows, "position", "tau", series="statistic", title=title,
+                                    xlabel="topic (in increasing mean τ_b)", ylabel="Kendall's τ_b", xint=True)))
     if "subsample" in r:
         tables.append(_table("Subsampled collections: Kendall's τ_b with the full collection's ordering",
                              r["subsample"]))
@@ -352,7 +352,7 @@ def _present_variance(r):
                   "merged": "fewer intents (merged)"}
         rows = [{"fraction": row["fraction"], "kind": labels.get(row["kind"], row["kind"]), "tau": row["mean"],
                  "sd": row["sd"], "repeats": row["repeats"]} for row in r["subsample"]]
-        plots["subsample"] = Plot(title, rows, lambda rows: figures.line_figure(
+        plots["subsample"] = Plot(title, rows, lambda rows, title=title: figures.line_figure(
             rows, "fraction", "tau", series="kind", title=title, xlabel="fraction kept",
             ylabel="mean Kendall's τ_b"))
     return tables, plots

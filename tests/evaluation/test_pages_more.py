@@ -85,7 +85,7 @@ def test_variance_page_intent_taus_and_subsampling_equal_the_commands(staff, sma
                                                                       django_capture_on_commit_callbacks):
     analysis = _submit(staff, "variance", {
         "topic_set": "small", "source": "qrels:div", "measure": "P@2", "intent_taus": "on", "subsample": "on",
-        "fractions": "0.5, 1", "repeats": "6", "seed": "3"}, django_capture_on_commit_callbacks)
+        "fractions": "0.5, 1", "repeats": "6", "seed": "3", "budget": "6"}, django_capture_on_commit_callbacks)
     assert analysis.params["fractions"] == [0.5, 1.0] and analysis.params["repeats"] == 6
     analysis = _run(analysis)
     assert analysis.status == "done", analysis.error
@@ -106,6 +106,9 @@ def test_variance_page_intent_taus_and_subsampling_equal_the_commands(staff, sma
     assert "Subsampled collections" in page and "fewer intents (merged)" in page
     assert 'id="figure-intent-taus"' in page and 'id="figure-subsample"' in page
     _, plots = reports.present("variance", got)
+    assert sorted(plots) == ["allocation", "intent-taus", "subsample"]
+    for plot in plots.values():  # each figure draws its own title
+        assert plot.figure().axes[0].get_title() == plot.title
     rows = plots["intent-taus"].rows
     assert len(rows) == 3 * len(per_topic)
     means = [r["tau"] for r in rows if r["statistic"] == "mean"]

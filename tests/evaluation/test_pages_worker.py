@@ -20,6 +20,7 @@ from django.db import connection
 
 from evaluation.models import Analysis
 from tests.evaluation.test_variability import build
+from tests.conftest import celery_connections_reset
 
 ROOT = Path(__file__).resolve().parents[2]
 REDIS_URL = "redis://127.0.0.1:6379/12"
@@ -43,7 +44,7 @@ def worker(transactional_db, tmp_path):
     keys = ("broker_url", "broker_transport_options", "task_default_queue")
     saved = {k: app.conf.get(k) for k in keys}
     app.conf.update(broker_url=REDIS_URL, broker_transport_options={}, task_default_queue=queue)
-    app._pool = None
+    celery_connections_reset(app)
     s = connection.settings_dict
     env = {**os.environ, "DEBUG": "1", "CELERY_BROKER_URL": REDIS_URL, "CELERY_TASK_DEFAULT_QUEUE": queue,
            "DATA_DIR": str(tmp_path),
@@ -67,7 +68,7 @@ def worker(transactional_db, tmp_path):
             with app.connection_for_write(REDIS_URL) as conn:
                 conn.default_channel.queue_delete(queue)
             app.conf.update(saved)
-            app._pool = None
+            celery_connections_reset(app)
 
 
 @pytest.mark.integration

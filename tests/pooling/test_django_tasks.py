@@ -27,6 +27,7 @@ from django.utils import timezone
 from pooling.models import Pool
 from pooling.services import pool_create
 from tests.pooling.test_django_pools import expected_depth_union, rankings_db  # noqa: F401
+from tests.conftest import celery_connections_reset
 
 ROOT = Path(__file__).resolve().parents[2]
 REDIS_URL = "redis://127.0.0.1:6379/4"
@@ -51,7 +52,7 @@ def celery_worker_process(transactional_db, tmp_path):
     saved = {k: app.conf.get(k) for k in keys}
     app.conf.update(broker_url=REDIS_URL, broker_transport_options={},
                     task_default_queue=queue)
-    app._pool = None  # drop any pool opened for the previous broker
+    celery_connections_reset(app)
     s = connection.settings_dict
     env = {
         **os.environ,
@@ -90,7 +91,7 @@ def celery_worker_process(transactional_db, tmp_path):
         with app.connection_for_write(REDIS_URL) as conn:
             conn.default_channel.queue_delete(queue)
         app.conf.update(saved)
-        app._pool = None
+        celery_connections_reset(app)
 
 
 def _wait_for(pool_id: int, timeout: float, log: Path) -> Pool:

@@ -41,14 +41,8 @@ def analysis_create(kind: str, params: dict, *, created_by: str = "") -> Analysi
 
 
 def analysis_failure_message(exc: BaseException) -> str:
-    """The sentence stored on a failed analysis: our own errors (``ValueError``) say what
-    to change; anything else is unexpected."""
-    if isinstance(exc, ValueError):
-        text = str(exc).strip()
-        text = text[:1].upper() + text[1:]
-        return text if text.endswith((".", "!", "?")) else text + "."
-    return (f"The analysis stopped on an unexpected error ({type(exc).__name__}: {exc}). "
-            "Run it again; if it fails the same way, report this message.")
+    """The sentence stored on a failed analysis: what went wrong and what to do about it."""
+    return leases.failure_sentence(exc, stopped="The analysis", again="Run it again")
 
 
 def analysis_run(analysis_id: int, *, retry_on: tuple[type[BaseException], ...] = (),

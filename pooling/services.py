@@ -148,15 +148,8 @@ def _no_rankings_message(topic_set_name: str, sources: str, model, collection) -
 
 
 def pool_failure_message(exc: BaseException) -> str:
-    """The sentence stored on a failed pool: what went wrong and what to do about it.
-
-    Our own errors (``ValueError``) already say that; anything else is unexpected."""
-    if isinstance(exc, ValueError):
-        text = str(exc).strip()
-        text = text[:1].upper() + text[1:]
-        return text if text.endswith((".", "!", "?")) else text + "."
-    return (f"The build stopped on an unexpected error ({type(exc).__name__}: {exc}). "
-            "Build the pool again; if it fails the same way, report this message.")
+    """The sentence stored on a failed pool: what went wrong and what to do about it."""
+    return leases.failure_sentence(exc, stopped="The build", again="Build the pool again")
 
 
 def pool_build(pool_id: int, *, progress: Callable[[float], None] | None = None,

@@ -8,11 +8,10 @@ from __future__ import annotations
 import logging
 
 from celery import Task, shared_task
-from django.db import InterfaceError, OperationalError
+
+from retrieval.leases import LEASED_TASK_OPTIONS, TRANSIENT
 
 log = logging.getLogger(__name__)
-
-TRANSIENT = (OperationalError, InterfaceError)
 
 
 class PoolBuildTask(Task):
@@ -26,19 +25,7 @@ class PoolBuildTask(Task):
             pool_fail(pool_id, pool_failure_message(exc))
 
 
-@shared_task(
-    base=PoolBuildTask,
-    bind=True,
-    acks_late=True,
-    reject_on_worker_lost=True,
-    autoretry_for=TRANSIENT,
-    retry_backoff=5,
-    retry_backoff_max=300,
-    retry_jitter=True,
-    max_retries=5,
-    soft_time_limit=55 * 60,
-    time_limit=60 * 60,
-)
+@shared_task(base=PoolBuildTask, **LEASED_TASK_OPTIONS)
 def pool_build_task(self, pool_id: int) -> None:
     """Build pool ``pool_id`` (see :func:`pooling.services.pool_build`).
 

@@ -33,7 +33,7 @@ from datetime import timedelta
 from typing import Callable
 
 from django.conf import settings
-from django.db import connection, connections, transaction
+from django.db import InterfaceError, OperationalError, connection, connections, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -43,6 +43,28 @@ QUEUED, RUNNING, DONE, FAILED = "queued", "running", "done", "failed"
 STATUS_CHOICES = [(QUEUED, "queued"), (RUNNING, "running"), (DONE, "done"), (FAILED, "failed")]
 ERROR_MAX = 5000
 WAKEUP_BACKOFF_MAX = 5  # the resend interval doubles at most this many times
+
+# Errors after which a unit's task is retried with backoff (the database went away);
+# any other error fails the unit with its message.
+TRANSIENT = (OperationalError, InterfaceError)
+# Celery options of a task that runs one leased unit (pool build, analysis, upload):
+# late acks so a killed worker's message comes back, retries on TRANSIENT, an hour at most.
+LEASED_TASK_OPTIONS = dict(
+    bind=True, acks_late=True, reject_on_worker_lost=True, autoretry_for=TRANSIENT,
+    retry_backoff=5, retry_backoff_max=300, retry_jitter=True, max_retries=5,
+    soft_time_limit=55 * 60, time_limit=60 * 60,
+)
+
+
+def failure_sentence(exc: BaseException, *, stopped: str, again: str) -> str:
+    """The sentence stored on a failed unit. Our own errors (``ValueError``) already say
+    what to change; anything else is unexpected: say what stopped and what to do."""
+    if isinstance(exc, ValueError):
+        text = str(exc).strip()
+        text = text[:1].upper() + text[1:]
+        return text if text.endswith((".", "!", "?")) else text + "."
+    return (f"{stopped} stopped on an unexpected error ({type(exc).__name__}: {exc}). "
+            f"{again}; if it fails the same way, report this message.")
 
 
 def holder_name() -> str:

@@ -2,9 +2,8 @@
 from __future__ import annotations
 
 from celery import Task, shared_task
-from django.db import InterfaceError, OperationalError
 
-TRANSIENT = (OperationalError, InterfaceError)
+from retrieval.leases import LEASED_TASK_OPTIONS, TRANSIENT
 
 
 class UploadImportTask(Task):
@@ -16,9 +15,7 @@ class UploadImportTask(Task):
             upload_fail(upload_id, f"{type(exc).__name__}: {exc}")
 
 
-@shared_task(base=UploadImportTask, bind=True, acks_late=True, reject_on_worker_lost=True,
-             autoretry_for=TRANSIENT, retry_backoff=5, retry_backoff_max=300, retry_jitter=True,
-             max_retries=5, soft_time_limit=55 * 60, time_limit=60 * 60)
+@shared_task(base=UploadImportTask, **LEASED_TASK_OPTIONS)
 def upload_import_task(self, upload_id: int) -> None:
     from .services import upload_run
 

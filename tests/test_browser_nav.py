@@ -5,46 +5,19 @@ Statuses come from Chromium's own network log, so a redirect to a missing page, 
 stylesheet or a failing sub-request all count.
 """
 import json
-import shutil
-import tempfile
-from pathlib import Path
 
 import pytest
 
 from tests.crowd.study_helpers import make_study, make_topic_set
+from tests.browser import BROWSER_MARKS, chromium
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
-
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(
-        not (Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists()),
-        reason="chromium and chromedriver are not installed (apt-get install chromium chromium-driver)",
-    ),
-]
+pytestmark = BROWSER_MARKS
 
 
 @pytest.fixture
 def browser():
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    profile = tempfile.mkdtemp(prefix="chromium-profile-")
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = CHROMIUM
-    for flag in ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run",
-                 "--disable-dev-shm-usage", f"--user-data-dir={profile}"]:
-        opts.add_argument(flag)
-    opts.set_capability("goog:loggingPrefs", {"performance": "ALL"})
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
-    driver.set_page_load_timeout(30)
-    try:
+    with chromium(capabilities={"goog:loggingPrefs": {"performance": "ALL"}}) as driver:
         yield driver
-    finally:
-        driver.quit()
-        shutil.rmtree(profile, ignore_errors=True)
 
 
 def _failed_responses(browser, base_url):

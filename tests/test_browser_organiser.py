@@ -5,8 +5,6 @@ Screenshots are kept in ``bench/out/screenshots/`` (git-ignored; ``SCREENSHOT_DI
 overrides it) and their folder is printed.
 """
 import os
-import shutil
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -15,18 +13,10 @@ from django.contrib.auth.models import User
 from crowd.models import Study, TopicSet
 from pooling.models import Pool
 from tests.crowd.study_helpers import make_study, make_topic_set
+from tests.browser import BROWSER_MARKS, chromium
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 PHONE = (375, 812)
-
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(
-        not (Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists()),
-        reason="chromium and chromedriver are not installed (apt-get install chromium chromium-driver)",
-    ),
-]
+pytestmark = BROWSER_MARKS
 
 TOPICS = "id\tstatement\ttitle\nT1\tFind facts about apples.\tapples\nT2\tFind facts about pears.\tpears\n"
 RUN = "".join(f"{q} Q0 d{d} {r} {10 - r}.0 sys\n" for q in ("T1", "T2")
@@ -43,23 +33,8 @@ def shots():
 
 @pytest.fixture
 def browser():
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    profile = tempfile.mkdtemp(prefix="chromium-profile-")
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = CHROMIUM
-    for flag in ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run",
-                 "--disable-dev-shm-usage", "--hide-scrollbars", f"--user-data-dir={profile}"]:
-        opts.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
-    driver.set_page_load_timeout(30)
-    try:
+    with chromium(extra_flags=["--hide-scrollbars"]) as driver:
         yield driver
-    finally:
-        driver.quit()
-        shutil.rmtree(profile, ignore_errors=True)
 
 
 def _shot(browser, shots, name):

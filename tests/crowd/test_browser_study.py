@@ -1,45 +1,19 @@
 """A worker completes a study in a real headless Chromium, from a Prolific link to the code."""
 import itertools
-import shutil
-import tempfile
-from pathlib import Path
 
 import pytest
 
 from crowd.models import Participant, QueryVariant
 from tests.crowd.study_helpers import make_study, make_topic_set
+from tests.browser import BROWSER_MARKS, chromium
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
-
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(
-        not (Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists()),
-        reason="chromium and chromedriver are not installed (apt-get install chromium chromium-driver)",
-    ),
-]
+pytestmark = BROWSER_MARKS
 
 
 @pytest.fixture
 def browser():
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    profile = tempfile.mkdtemp(prefix="chromium-profile-")
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = CHROMIUM
-    for flag in ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run",
-                 "--disable-dev-shm-usage", f"--user-data-dir={profile}"]:
-        opts.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
-    driver.set_page_load_timeout(30)
-    try:
+    with chromium() as driver:
         yield driver
-    finally:
-        driver.quit()
-        shutil.rmtree(profile, ignore_errors=True)
 
 
 @pytest.mark.django_db(transaction=True)

@@ -4,9 +4,6 @@ Prolific link to the completion code."""
 from __future__ import annotations
 
 import itertools
-import shutil
-import tempfile
-from pathlib import Path
 
 import pytest
 
@@ -15,39 +12,15 @@ from judging.models import GoldAnswer, Label
 
 from .conftest import make_pool
 from .page_fixtures import pages_index, use_pages  # noqa: F401 (fixture)
+from tests.browser import BROWSER_MARKS, chromium
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
-
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(
-        not (Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists()),
-        reason="chromium and chromedriver are not installed (apt-get install chromium "
-               "chromium-driver)",
-    ),
-]
+pytestmark = BROWSER_MARKS
 
 
 @pytest.fixture
 def browser():
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    profile = tempfile.mkdtemp(prefix="chromium-profile-")
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = CHROMIUM
-    for flag in ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run",
-                 "--disable-dev-shm-usage", f"--user-data-dir={profile}"]:
-        opts.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
-    driver.set_page_load_timeout(30)
-    try:
+    with chromium() as driver:
         yield driver
-    finally:
-        driver.quit()
-        shutil.rmtree(profile, ignore_errors=True)
 
 
 class Keyboard:

@@ -278,6 +278,20 @@ def wait_ready(port: int, proc, limit_s: float = 30):
     raise SystemExit("gunicorn did not answer in time")
 
 
+def wait_settled(gunicorn_pid: int, workers: int, limit_s: float = 60):
+    """Wait until every gunicorn worker has booted and gone idle, so that no worker's
+    start-up CPU is counted as the cost of answers."""
+    t_end = time.monotonic() + limit_s
+    last = None
+    while time.monotonic() < t_end:
+        pids = _children(gunicorn_pid)
+        cpu = sum(_proc_cpu(pid) or 0.0 for pid in pids)
+        if len(pids) >= workers and last is not None and cpu - last < 0.02:
+            return
+        last = cpu
+        time.sleep(0.5)
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     if not args.pg.startswith("postgres://postgres@127.0.0.1:"):
@@ -331,6 +345,7 @@ def main(argv=None) -> int:
     results = Results()
     try:
         wait_ready(args.port, proc)
+        wait_settled(proc.pid, args.gunicorn_workers)
         cpu_before = cpu_snapshot(proc.pid, args.database)
         client_cpu0 = time.process_time()
         t0 = time.monotonic()

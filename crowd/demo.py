@@ -98,18 +98,28 @@ def source_from_dir(path: str | Path) -> DemoSource:
     return DemoSource(docs, topics, qrels, "trec" if qrels.name == "cacm.qrels" else "smart")
 
 
+#: The collection ``demo`` fetches without ``--from``: ir_datasets has Cranfield (CACM is
+#: not among its datasets). It keeps ``cranfield/cran.tar.gz`` under ``IR_DATASETS_HOME``
+#: (``~/.ir_datasets``) and downloads it only when that file is missing.
+FETCHED = "cranfield"
+
+
 def source_fetch(work: Path) -> DemoSource:
-    """CACM through ``ir_datasets`` (which downloads it once into its own cache), written
-    out as the raw files :func:`source_from_dir` reads."""
+    """Cranfield through ``ir_datasets`` (which downloads ``cran.tar.gz`` once into its
+    own cache), written out as the raw files :func:`demo_run` reads: SMART documents
+    (``.T`` title, ``.W`` text) and queries, and TREC qrels. Cranfield's relevance codes
+    run from 1 (a complete answer) to 4 (minimum interest), with -1 for no interest; codes
+    1-4 become grade 1 (relevant) and -1 grade 0, so that no larger grade means less
+    relevant."""
     try:
         import ir_datasets
     except ImportError:
         raise DemoError("no --from PATH given and the ir_datasets package is not installed: "
                         "pass --from DIR with CACM's cacm.all, query.text and qrels.text, or "
-                        "install ir_datasets to fetch CACM") from None
+                        "install ir_datasets to fetch Cranfield") from None
     try:
-        ds = ir_datasets.load("cacm")
-        docs, topics, qrels = work / "cacm.all", work / "query.text", work / "cacm.qrels"
+        ds = ir_datasets.load(FETCHED)
+        docs, topics, qrels = work / "cran.all", work / "cran.qry", work / "cran.qrels"
         with open(docs, "w", encoding="utf-8") as f:
             for doc in ds.docs_iter():
                 f.write(f".I {doc.doc_id}\n.T\n{doc.title}\n.W\n{doc.text}\n")
@@ -118,10 +128,11 @@ def source_fetch(work: Path) -> DemoSource:
                 f.write(f".I {q.query_id}\n.W\n{q.text}\n")
         with open(qrels, "w", encoding="utf-8") as f:
             for r in ds.qrels_iter():
-                f.write(f"{r.query_id} 0 {r.doc_id} {r.relevance}\n")
+                f.write(f"{r.query_id} 0 {r.doc_id} {int(r.relevance > 0)}\n")
     except Exception as exc:  # network or cache failures of the third-party fetch
-        raise DemoError(f"could not fetch CACM with ir_datasets ({exc}); pass --from DIR "
-                        "with cacm.all, query.text and qrels.text") from None
+        raise DemoError(f"could not fetch {FETCHED} with ir_datasets ({type(exc).__name__}: "
+                        f"{exc}); pass --from DIR with CACM's cacm.all, query.text and "
+                        "qrels.text") from None
     return DemoSource(docs, topics, qrels, "trec")
 
 

@@ -20,8 +20,9 @@ class Command(BaseCommand):
         "--seed, the worker and the topic (a refused answer is retried with the next attempt "
         "number). Worker: by default the demo starts its own `celery -A config worker` on "
         "the configured broker and stops it at the end; with --no-worker it relies on one "
-        "already running (bin/serve runs one). Without --from CACM is fetched with "
-        "ir_datasets (which must be installed and online)."
+        "already running (bin/serve runs one). Without --from, Cranfield is fetched with "
+        "ir_datasets (installed, and online unless its cache under IR_DATASETS_HOME already "
+        "holds cranfield/cran.tar.gz)."
     )
 
     def add_arguments(self, parser):

@@ -20,7 +20,7 @@ import numpy as np
 from . import priority
 from .selectors import pool_contributing_rankings, relevance_by_topic
 
-ORDERS = ("pool", "mtf", "bandit", "depth")
+ORDERS = ("pool", "mtf", "bandit", "bandit-ns", "depth")
 
 
 def _topic_stream(order, docs, min_rank, rankings, relevant):

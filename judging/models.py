@@ -111,10 +111,13 @@ class JudgingTask(models.Model):
     ORDER_POOL = "pool"
     ORDER_MTF = "mtf"
     ORDER_BANDIT = "bandit"
+    ORDER_BANDIT_NS = "bandit-ns"
     ORDER_CHOICES = [
         (ORDER_POOL, "the pool's order"),
         (ORDER_MTF, "move-to-front over the contributing rankings"),
         (ORDER_BANDIT, "Bayesian bandit (maximum mean) over the contributing rankings"),
+        (ORDER_BANDIT_NS, "non-stationary Bayesian bandit (MM-NS) over the contributing "
+                          "rankings"),
     ]
 
     name = models.CharField(max_length=100, unique=True)

@@ -2,6 +2,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from judging import services
+from judging.models import JudgingTask
 from pooling.selectors import pool_get
 
 
@@ -21,7 +22,8 @@ class Command(BaseCommand):
                             help="custom scale: value:label:key,… e.g. '0:no:n,1:yes:y'")
         parser.add_argument("--redundancy", type=int, default=None,
                             help="K assessors per item (default 1; user mode: all users)")
-        parser.add_argument("--order", default="pool", choices=["pool", "mtf", "bandit"])
+        parser.add_argument("--order", default="pool",
+                            choices=[o for o, _ in JudgingTask.ORDER_CHOICES])
         parser.add_argument("--batch", type=int, default=10)
         parser.add_argument("--lease-minutes", type=int, default=30)
         parser.add_argument("--assessors", default="", help="comma-separated; empty = open")

@@ -13,7 +13,7 @@ from django.db import DataError
 from django.http import Http404
 from rest_framework import pagination, permissions, serializers
 from rest_framework.exceptions import ParseError, ValidationError
-from rest_framework.parsers import JSONParser
+from rest_framework.parsers import JSONParser, MultiPartParser
 
 T = TypeVar("T")
 
@@ -187,6 +187,19 @@ class StrictJSONParser(JSONParser):
         data = super().parse(stream, media_type, parser_context)
         _check_text(data, "")
         return data
+
+
+class StrictMultiPartParser(MultiPartParser):
+    """Multipart bodies (file uploads) whose every text field can be stored, as
+    :class:`StrictJSONParser` for JSON; the files themselves are read by the imports."""
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        parsed = super().parse(stream, media_type, parser_context)
+        for key in parsed.data:
+            _check_text(key, "a field name")
+            for value in parsed.data.getlist(key):
+                _check_text(value, key)
+        return parsed
 
 
 def exception_handler(exc, context):

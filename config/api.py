@@ -14,6 +14,7 @@ from evaluation import api as evaluation_api
 from judging import api as judging_api
 from pooling import api as pooling_api
 from retrieval import api as retrieval_api
+from uploads import api as uploads_api
 
 router = DefaultRouter()
 router.include_format_suffixes = False
@@ -28,6 +29,7 @@ router.register("judging-tasks", judging_api.JudgingTaskViewSet, basename="judgi
 router.register("judgment-sets", judging_api.JudgmentSetViewSet, basename="judgment-set")
 router.register("analyses", evaluation_api.AnalysisViewSet, basename="analysis")
 router.register("evaluations", evaluation_api.EvaluationViewSet, basename="evaluation")
+router.register("uploads", uploads_api.UploadViewSet, basename="upload")
 
 
 

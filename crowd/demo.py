@@ -62,6 +62,7 @@ class DemoSource:
     topics: Path
     qrels: Path
     qrels_format: str  # "trec" (topic iter docid rel) or "smart" (topic docid 0 0)
+    skip_empty: bool = False  # leave out documents with nothing to index (else an error)
 
 
 @dataclass
@@ -133,7 +134,8 @@ def source_fetch(work: Path) -> DemoSource:
         raise DemoError(f"could not fetch {FETCHED} with ir_datasets ({type(exc).__name__}: "
                         f"{exc}); pass --from DIR with CACM's cacm.all, query.text and "
                         "qrels.text") from None
-    return DemoSource(docs, topics, qrels, "trec")
+    # Cranfield's documents 471 and 995 are empty (no title, no text): left out of the index
+    return DemoSource(docs, topics, qrels, "trec", skip_empty=True)
 
 
 def _qrels_rows(src: DemoSource, work: Path) -> tuple[Path, dict[str, dict[str, int]]]:
@@ -297,7 +299,8 @@ def demo_run(src: DemoSource, *, name: str = "demo", topics: int = 10, workers: 
         say(f"[1/{STEPS}] indexing {src.docs.name} as collection {name!r}")
         try:
             collection = retrieval_services.collection_import(
-                name, src.docs, "smart", progress=lambda m: say(f"      {m}"))
+                name, src.docs, "smart", progress=lambda m: say(f"      {m}"),
+                skip_empty=src.skip_empty)
         except retrieval_services.RetrievalError as exc:
             raise DemoError(f"{exc} (for a fresh demo beside it, pass --name NEW)") from None
         say(f"      {collection.doc_count} documents indexed")

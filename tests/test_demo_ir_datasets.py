@@ -74,6 +74,7 @@ def test_fetch_reads_cranfield_through_ir_datasets_from_its_cache(irds_home, cra
 
     docs = src.docs.read_text().split(".I ")[1:]
     assert len(docs) == 1400
+    assert docs[470] == "471\n.T\n\n.W\n\n" and src.skip_empty  # Cranfield's empty documents
     assert docs[0].startswith("1\n.T\nexperimental investigation of the aerodynamics of a\nwing in a slipstream .")
     topics = read_topics(src.topics, "smart")
     assert len(topics) == 225  # ir_datasets numbers Cranfield's queries 1..225, as its qrels do

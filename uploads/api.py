@@ -11,6 +11,7 @@ size, so a script always polls the same way.
 """
 from __future__ import annotations
 
+from django.http import Http404
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (OpenApiParameter, OpenApiResponse, extend_schema,
@@ -26,7 +27,9 @@ from crowd.selectors import topic_set_get
 from crowd.topicfiles import TOPIC_FORMATS
 from crowd.variantfiles import VARIANT_FORMATS
 from pooling.qrelsio import ID_MAPS, QRELS_FORMATS
+from pooling.selectors import qrels_list
 from retrieval.collections_io import FORMATS as COLLECTION_FORMATS
+from retrieval.selectors import collection_list
 
 from . import selectors, services
 from .models import Upload
@@ -128,8 +131,6 @@ class QrelsUploadSerializer(_FileUpload):
                                      default="")
 
     def validate_name(self, value):
-        from pooling.selectors import qrels_list
-
         if qrels_list().filter(name=value).exists():
             raise serializers.ValidationError(f"qrels named {value!r} already exist; choose another name")
         return value
@@ -145,8 +146,6 @@ class CollectionUploadSerializer(_FileUpload):
                                           "nothing to index (else an error)")
 
     def validate_name(self, value):
-        from retrieval.selectors import collection_list
-
         if collection_list().filter(name=value).exists():
             raise serializers.ValidationError(f"a collection named {value!r} already exists; "
                                               "choose another name")
@@ -195,8 +194,6 @@ class UploadViewSet(viewsets.ReadOnlyModelViewSet):
         return super().list(request, *args, **kwargs)
 
     def get_object(self):
-        from django.http import Http404
-
         pk = self.kwargs["pk"]
         if not pk.isdigit():
             raise Http404(f"no upload {pk!r}")

@@ -3,7 +3,8 @@
 Everything goes through the services the pages and commands use. Simulated rows are
 labelled as such: the study is named ``<name>: SIMULATED workers``, its workers have ids
 ``sim-01``… and are flagged ``Participant.simulated`` in the database, the assessor is
-``sim-assessor`` and the judging task is ``<name>-simulated-judging``. Query variants follow :mod:`crowd.simulated`.
+``sim-assessor`` and the judging task is ``<name>-simulated-judging``. Query variants
+follow :mod:`crowd.simulated`.
 
 Steps: index the collection, import topics (statements) and qrels, fill a study with
 simulated workers, retrieve titles and variants with BM25 and SDM through the Celery

@@ -80,8 +80,8 @@ def _clean(what: str):
 
 
 def _existing_topic_set(**kwargs) -> serializers.CharField:
-    return serializers.CharField(max_length=100, validators=[name_field(topic_set_get, "topic set")],
-                                 **kwargs)
+    return serializers.CharField(max_length=100,
+                                 validators=[name_field(topic_set_get, "topic set")], **kwargs)
 
 
 class _FileUpload(serializers.Serializer):
@@ -132,7 +132,8 @@ class QrelsUploadSerializer(_FileUpload):
 
     def validate_name(self, value):
         if qrels_list().filter(name=value).exists():
-            raise serializers.ValidationError(f"qrels named {value!r} already exist; choose another name")
+            raise serializers.ValidationError(f"qrels named {value!r} already exist; choose "
+                                              "another name")
         return value
 
 
@@ -215,29 +216,34 @@ class UploadViewSet(viewsets.ReadOnlyModelViewSet):
     @_upload_schema(TopicsUploadSerializer, "topics")
     @action(detail=False, methods=["post"], url_path="topics")
     def topics(self, request):
-        """Topics in one of the topic formats, into an existing or a new topic set. Recorded and queued; poll the answer's `url`."""
+        """Topics in one of the topic formats, into an existing or a new topic set.
+        Recorded and queued; poll the answer's `url`."""
         return self._create(request, "topics", TopicsUploadSerializer)
 
     @_upload_schema(VariantsUploadSerializer, "query variants")
     @action(detail=False, methods=["post"], url_path="variants")
     def variants(self, request):
-        """Query variants of an existing topic set. Recorded and queued; poll the answer's `url`."""
+        """Query variants of an existing topic set.
+        Recorded and queued; poll the answer's `url`."""
         return self._create(request, "variants", VariantsUploadSerializer)
 
     @_upload_schema(RunUploadSerializer, "a system run")
     @action(detail=False, methods=["post"], url_path="runs")
     def runs(self, request):
-        """A system run (TREC format) of an existing topic set. Recorded and queued; poll the answer's `url`."""
+        """A system run (TREC format) of an existing topic set.
+        Recorded and queued; poll the answer's `url`."""
         return self._create(request, "run", RunUploadSerializer)
 
     @_upload_schema(QrelsUploadSerializer, "qrels")
     @action(detail=False, methods=["post"], url_path="qrels")
     def qrels(self, request):
-        """Qrels under a new name, optionally checked against a topic set. Recorded and queued; poll the answer's `url`."""
+        """Qrels under a new name, optionally checked against a topic set.
+        Recorded and queued; poll the answer's `url`."""
         return self._create(request, "qrels", QrelsUploadSerializer)
 
     @_upload_schema(CollectionUploadSerializer, "a collection (indexed by the worker)")
     @action(detail=False, methods=["post"], url_path="collections")
     def collections(self, request):
-        """Documents to index as a new collection. Recorded and queued; poll the answer's `url`."""
+        """Documents to index as a new collection.
+        Recorded and queued; poll the answer's `url`."""
         return self._create(request, "collection", CollectionUploadSerializer)

@@ -21,7 +21,8 @@ class Command(BaseCommand):
         parser.add_argument("--grades", default=None,
                             help="custom scale: value:label:key,… e.g. '0:no:n,1:yes:y'")
         parser.add_argument("--redundancy", type=int, default=None,
-                            help="K assessors per item (default 1; user mode: all users)")
+                            help="K assessors per item (default 1; not in user mode, where every "
+                                 "writer of a topic judges its documents)")
         parser.add_argument("--order", default="pool",
                             choices=[o for o, _ in JudgingTask.ORDER_CHOICES])
         parser.add_argument("--batch", type=int, default=10)
@@ -34,8 +35,13 @@ class Command(BaseCommand):
         try:
             pool = pool_get(o["pool"])
             redundancy = o["redundancy"]
-            if redundancy is None:
-                redundancy = 0 if o["mode"] == "user" else 1
+            if o["mode"] == "user":
+                if redundancy not in (None, 0):
+                    raise ValueError("user mode: every writer of a topic judges its documents; "
+                                     "leave out --redundancy")
+                redundancy = 0
+            elif redundancy is None:
+                redundancy = 1
             task = services.judging_task_create(
                 pool=pool, name=o["name"], mode=o["mode"], scale=o["scale"],
                 custom_grades=o["grades"], redundancy=redundancy, order=o["order"],

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.workers import celery_on_redis  # noqa: F401  (a fixture: real Celery workers)
+
 os.environ.setdefault("DEBUG", "1")
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -47,17 +49,6 @@ def _network_guard(event, args):
 
 
 sys.addaudithook(_network_guard)
-
-
-def celery_connections_reset(app) -> None:
-    """Drop the Celery app's broker connection pools so the next send uses the broker now
-    configured. Without it, a test that pointed the app at Redis still sends through the
-    connection an earlier test opened (to the embedded broker), and its worker never hears."""
-    from kombu import pools
-
-    pools.reset()  # kombu's process-wide producer pools, keyed by connection
-    app._pool = None
-    app.amqp._producer_pool = None
 
 
 @pytest.fixture(scope="session")

@@ -3,12 +3,10 @@ starts on Redis; the stored rows are checked, and its evaluation against pytrec_
 the exported run and qrels."""
 import io
 import re
-import uuid
 from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
-from django.db import connection
 
 from crowd.models import Participant, QueryVariant, Statement, Study, Topic
 from crowd.simulated import content_words, simulated_query
@@ -16,7 +14,6 @@ from judging.models import JudgingTask, Label
 from pooling.models import Pool
 from pooling.selectors import pool_docids_by_topic
 from retrieval.models import Run
-from tests.retrieval.test_worker_integration import _port_open, _reset_connections, _seed_models
 
 REDIS_DB = 13
 
@@ -51,26 +48,10 @@ def test_demo_without_from_or_ir_datasets_names_from():
 
 
 @pytest.fixture
-def broker(transactional_db, settings, tmp_path):
-    _seed_models()
-    if connection.vendor != "postgresql":
-        pytest.skip("needs PostgreSQL (the demo's worker process must see the test database)")
-    if not _port_open(6379):
-        pytest.skip("needs Redis on 127.0.0.1:6379 as the Celery broker")
-    from config.celery_app import app
-
+def broker(celery_on_redis, settings, tmp_path):
+    """The app on Redis with a queue of its own: the demo starts its worker there."""
     settings.INDEX_ROOT = tmp_path / "indexes"
-    old = (app.conf.broker_url, app.conf.task_default_queue, app.conf.broker_transport_options)
-    app.conf.broker_url = f"redis://127.0.0.1:6379/{REDIS_DB}"
-    app.conf.task_default_queue = f"demo-test-{uuid.uuid4().hex[:8]}"
-    app.conf.broker_transport_options = {}
-    _reset_connections(app)
-    try:
-        yield
-    finally:
-        app.conf.broker_url, app.conf.task_default_queue, app.conf.broker_transport_options = old
-        _reset_connections(app)
-        _seed_models()
+    return celery_on_redis(REDIS_DB, "demo-test")
 
 
 def _trec(path: Path) -> dict:

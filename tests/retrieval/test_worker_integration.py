@@ -2,20 +2,14 @@
 BM25 and SDM for CACM's 64 queries at depth 1000, stored rankings equal to Anserini's own
 searcher on the same index, and MAP pinned where pytrec_eval and trec_eval agree."""
 import io
-import os
-import signal
-import socket
 import stat
 import subprocess
-import sys
 import time
-import uuid
 import zipfile
 from pathlib import Path
 
 import pytest
 from django.core.management import call_command
-from django.db import connection
 
 from crowd.models import Topic, TopicSet
 from retrieval import anserini
@@ -26,7 +20,6 @@ from tests.retrieval.test_reference_map import CACM_MAP
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-ROOT = Path(__file__).resolve().parents[2]
 REDIS_DB = 3
 
 # MAP on CACM (52 judged queries, depth 1000) as trec_eval prints it for an independent run:
@@ -36,79 +29,12 @@ MAP_BM25 = float(CACM_MAP["bm25"])
 MAP_SDM = float(CACM_MAP["sdm"])
 
 
-def _port_open(port: int) -> bool:
-    s = socket.socket()
-    s.settimeout(1)
-    try:
-        return s.connect_ex(("127.0.0.1", port)) == 0
-    finally:
-        s.close()
-
-
-def _reset_connections(app):
-    """Drop the app's broker connection pools so the next send uses the current broker."""
-    from kombu import pools
-
-    pools.reset()  # kombu's process-wide producer pools, keyed by connection
-    app._pool = None
-    app.amqp._producer_pool = None
-
-
-def _seed_models():
-    """transactional_db flushes tables, data-migration rows included: put the ready-made
-    retrieval models back (before the test, and after it for whatever runs next)."""
-    import importlib
-
-    from retrieval.models import RetrievalModel
-
-    seed = importlib.import_module("retrieval.migrations.0002_seed_models").SEED
-    for row in seed:
-        RetrievalModel.objects.update_or_create(name=row["name"], defaults=row)
-
-
 @pytest.fixture
-def worker(transactional_db, settings):
-    _seed_models()
-    if connection.vendor != "postgresql":
-        pytest.skip("needs PostgreSQL (a worker process must see the test database); "
-                    "set DATABASE_URL or start PostgreSQL on 127.0.0.1:5432")
-    if not _port_open(6379):
-        pytest.skip("needs Redis on 127.0.0.1:6379 as the Celery broker")
-    from config.celery_app import app
-
-    queue = f"retrieval-test-{uuid.uuid4().hex[:8]}"
-    broker = f"redis://127.0.0.1:6379/{REDIS_DB}"
-    old = (app.conf.broker_url, app.conf.task_default_queue, app.conf.broker_transport_options)
-    app.conf.broker_url = broker
-    app.conf.task_default_queue = queue
-    app.conf.broker_transport_options = {}
-    _reset_connections(app)
-    db = connection.settings_dict
-    env = dict(os.environ, DEBUG="1", CELERY_BROKER_URL=broker, CELERY_TASK_DEFAULT_QUEUE=queue,
-               DJANGO_SETTINGS_MODULE="config.settings",
-               DATABASE_URL=f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:"
-                            f"{db['PORT'] or 5432}/{db['NAME']}")
-    celery = str(Path(sys.executable).with_name("celery"))
-    proc = subprocess.Popen(
-        [celery, "-A", "config", "worker", "-P", "prefork", "-c", "2", "-Q", queue,
-         "--without-gossip", "--without-mingle", "--without-heartbeat", "-l", "WARNING"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        start_new_session=True)
-    try:
-        yield proc
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-        app.conf.broker_url, app.conf.task_default_queue, app.conf.broker_transport_options = old
-        _reset_connections(app)
-        _seed_models()
+def worker(celery_on_redis):
+    return celery_on_redis(REDIS_DB, "retrieval-test").worker(pool="prefork", concurrency=2)
 
 
-def _wait(run_ids, proc, timeout=180):
+def _wait(run_ids, worker, timeout=180):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         runs = list(Run.objects.filter(id__in=run_ids))
@@ -116,8 +42,8 @@ def _wait(run_ids, proc, timeout=180):
             pytest.fail("run failed: " + "; ".join(r.error for r in runs if r.error))
         if all(r.status == "done" for r in runs):
             return runs
-        if proc.poll() is not None:
-            pytest.fail("worker exited:\n" + proc.stdout.read().decode(errors="replace")[-3000:])
+        if not worker.alive:
+            pytest.fail("worker exited:\n" + worker.tail())
         time.sleep(0.5)
     pytest.fail(f"runs not done after {timeout} s: "
                 + ", ".join(f"{r.status} {r.completed}/{r.total}" for r in runs))

@@ -4,21 +4,16 @@ SIGKILL while CACM runs go on. After the worker is back every run finishes, ever
 has its ranking, and each ranking was stored exactly once."""
 import os
 import signal
-import subprocess
-import sys
 import time
-import uuid
 from pathlib import Path
 
 import pytest
 from django.core.management import call_command
-from django.db import connection
 
 from crowd.models import Topic, TopicSet
 from retrieval.models import Collection, Ranking, Run, RunChunk, RunQuery
 from retrieval.services import run_create
-
-from .test_worker_integration import _port_open, _reset_connections, _seed_models
+from tests.workers import CeleryBroker, Worker, require_postgresql
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -26,103 +21,25 @@ ROOT = Path(__file__).resolve().parents[2]
 REDIS_DB = 3
 
 
-class Worker:
-    """`celery -A config worker` in its own process group, started and killed at will."""
-
-    def __init__(self, env: dict, args: list[str], log: Path):
-        self.env, self.args, self.log = env, args, log
-        self.proc = None
-
-    def start(self) -> "Worker":
-        celery = str(Path(sys.executable).with_name("celery"))
-        out = open(self.log, "a")
-        self.proc = subprocess.Popen(
-            [celery, "-A", "config", "worker", *self.args, "--without-gossip",
-             "--without-mingle", "--without-heartbeat", "-l", "INFO"],
-            cwd=ROOT, env=self.env, stdout=out, stderr=subprocess.STDOUT,
-            start_new_session=True)
-        out.close()
-        return self
-
-    def children(self) -> list[int]:
-        out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(self.proc.pid)],
-                             capture_output=True, text=True).stdout
-        return [int(p) for p in out.split()]
-
-    def kill(self, sig=signal.SIGKILL):
-        """The whole worker: main process and children."""
-        try:
-            os.killpg(self.proc.pid, sig)
-        except ProcessLookupError:
-            pass
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
-
-    def tail(self) -> str:
-        return self.log.read_text(errors="replace")[-4000:]
-
-
-def _env(broker: str, queue: str, data_dir: Path, **extra) -> dict:
-    db = connection.settings_dict
-    return dict(os.environ, DEBUG="1", CELERY_BROKER_URL=broker,
-                CELERY_TASK_DEFAULT_QUEUE=queue, DATA_DIR=str(data_dir),
-                DJANGO_SETTINGS_MODULE="config.settings",
-                DATABASE_URL=f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:"
-                             f"{db['PORT'] or 5432}/{db['NAME']}", **extra)
-
-
 @pytest.fixture
 def cacm_run_setup(transactional_db, settings, cacm_index, cacm_queries):
     """A CACM collection row over the session's index and 24 of its queries as titles
     (6 chunks of 4)."""
-    _seed_models()
-    if connection.vendor != "postgresql":
-        pytest.skip("needs PostgreSQL (a worker process must see the test database); "
-                    "set DATABASE_URL or start PostgreSQL on 127.0.0.1:5432")
+    require_postgresql()
     settings.RETRIEVAL_CHUNK_SIZE = 4
     Collection.objects.create(name="cacm", format="smart", source_path="cacm.all",
                               index_path=str(cacm_index), doc_count=3204, status="ready")
     ts = TopicSet.objects.create(name="cacm")
     Topic.objects.bulk_create([Topic(topic_set=ts, topic_id=q, title=t)
                                for q, t in list(cacm_queries.items())[:24]])
-    yield
-    _seed_models()
 
 
 @pytest.fixture
-def redis_worker(cacm_run_setup, tmp_path):
-    """Start prefork workers (2 children) on Redis with a queue of their own."""
-    if not _port_open(6379):
-        pytest.skip("needs Redis on 127.0.0.1:6379 as the Celery broker")
-    from config.celery_app import app
-
-    queue = f"kills-{uuid.uuid4().hex[:10]}"
-    broker = f"redis://127.0.0.1:6379/{REDIS_DB}"
-    old = (app.conf.broker_url, app.conf.task_default_queue, app.conf.broker_transport_options)
-    app.conf.broker_url, app.conf.task_default_queue = broker, queue
-    app.conf.broker_transport_options = {"visibility_timeout": 7200}
-    _reset_connections(app)
-    env = _env(broker, queue, tmp_path)
-    workers = []
-
-    def start(**extra) -> Worker:
-        w = Worker(dict(env, **extra), ["-P", "prefork", "-c", "2", "-Q", queue],
-                   tmp_path / "worker.log")
-        workers.append(w.start())
-        return w
-
-    try:
-        yield start
-    finally:
-        for w in workers:
-            w.kill()  # disposable: no warm shutdown to wait for
-        with app.connection_for_write(broker) as conn:
-            conn.default_channel.queue_delete(queue)
-        app.conf.broker_url, app.conf.task_default_queue, app.conf.broker_transport_options = old
-        _reset_connections(app)
+def redis_worker(cacm_run_setup, celery_on_redis):
+    """Start prefork workers (2 children) on Redis with a queue of their own; keyword
+    arguments go to the worker's environment."""
+    broker = celery_on_redis(REDIS_DB, "kills", visibility_timeout=7200)
+    return lambda **env: broker.worker(pool="prefork", concurrency=2, env=env)
 
 
 def _runs(model="bm25", depth=100) -> Run:
@@ -178,7 +95,7 @@ def test_killing_an_idle_child_holding_a_jvm(redis_worker):
     second = _runs("sdm")
     (second,) = _wait([second.id], worker)
     _exactly_once(second)
-    assert worker.proc.poll() is None
+    assert worker.alive
     # a second delivery of a finished chunk returns without touching it
     from retrieval.tasks import chunk_retrieve_task
 
@@ -262,16 +179,13 @@ def test_a_chunk_past_its_hard_time_limit_does_not_stay_running(redis_worker, se
         assert chunk.status == "failed" and run.error == chunk.error
         assert (chunk.error.startswith("failed after 2 attempt(s): its worker process ")
                 or chunk.error.startswith("SoftTimeLimitExceeded")), chunk.error
-    assert worker.proc.poll() is None
+    assert worker.alive
 
 
 def test_embedded_broker_worker_killed_mid_run(cacm_run_setup, tmp_path):
     """The filesystem broker deletes a message when it hands it out: a worker killed
     mid-task loses it, and the ledger brings the chunk back when a worker starts. The
     embedded default pool is threads (no prefork children sharing a locked pipe)."""
-    from config.celery_app import app
-
-    queue = f"kills-fs-{uuid.uuid4().hex[:10]}"
     data_dir = tmp_path / "data"
     broker_dir = data_dir / "broker"
     options = {"data_folder_in": str(broker_dir / "queue"),
@@ -280,29 +194,19 @@ def test_embedded_broker_worker_killed_mid_run(cacm_run_setup, tmp_path):
                "processed_folder": str(broker_dir / "processed"), "store_processed": False}
     for d in ("queue", "processed", "control"):
         (broker_dir / d).mkdir(parents=True)
-    old = (app.conf.broker_url, app.conf.task_default_queue, app.conf.broker_transport_options)
-    app.conf.broker_url, app.conf.task_default_queue = "filesystem://localhost/", queue
-    app.conf.broker_transport_options = options
-    _reset_connections(app)
-    env = _env("filesystem://", queue, data_dir)
-    env.pop("CELERY_WORKER_POOL", None)
-    workers = []
-    try:
-        worker = Worker(env, ["-c", "2", "-Q", queue], tmp_path / "worker.log").start()
-        workers.append(worker)
+    with CeleryBroker("filesystem://localhost/", "kills-fs", options, tmp_path) as broker:
+        def start() -> Worker:  # the settings' pool: threads
+            return broker.worker(pool=None, concurrency=2, data_dir=data_dir,
+                                 env={"CELERY_WORKER_POOL": None})
+
+        worker = start()
         run = _runs("sdm", depth=1000)
         _running_chunk(worker)
         assert worker.children() == []  # threads, not prefork children
         worker.kill()
         held = list(RunChunk.objects.filter(run=run, status="running"))
         assert held
-        worker = Worker(env, ["-c", "2", "-Q", queue], tmp_path / "worker.log").start()
-        workers.append(worker)
+        worker = start()
         (run,) = _wait([run.id], worker, timeout=60)
         _exactly_once(run)
-        assert not (ROOT / "control" / f"{queue}.exchange").exists()
-    finally:
-        for w in workers:
-            w.kill()  # disposable: no warm shutdown to wait for
-        app.conf.broker_url, app.conf.task_default_queue, app.conf.broker_transport_options = old
-        _reset_connections(app)
+        assert not (ROOT / "control" / f"{broker.queue}.exchange").exists()

@@ -10,7 +10,7 @@ without the token and expects a 401).
 
 Bounded and deterministic: ``MAX_EXAMPLES`` per operation, derandomised, no example
 database, no shrinking. Workers are not woken: the wake-up functions are replaced, so
-created runs, pools and evaluations stay queued rows.
+created runs, pools, evaluations and uploads stay queued rows.
 """
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ import pytest
 from .seed import seed, users
 
 schemathesis = pytest.importorskip("schemathesis")
-from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
+from hypothesis import HealthCheck, Phase, given  # noqa: E402
+from hypothesis import settings as hypothesis_settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from schemathesis.specs.openapi.checks import positive_data_acceptance  # noqa: E402
@@ -33,6 +34,7 @@ def _known_path_parameters(pool) -> dict[str, dict[str, str]]:
     from crowd.services import study_create
     from evaluation.services import analysis_create
     from retrieval.models import Run
+    from uploads.models import Upload
 
     study = study_create(topic_set=TopicSet.objects.get(name="UQV"), name="s", consent_text="ok",
                          completion_code="C")
@@ -59,19 +61,24 @@ def _known_path_parameters(pool) -> dict[str, dict[str, str]]:
         "/api/studies/{id}/": {"id": str(study.pk)},
         "/api/analyses/{id}/": {"id": str(analysis.pk)},
         "/api/evaluations/{id}/": {"id": str(analysis.pk)},
+        "/api/uploads/{id}/": {"id": str(Upload.objects.create(
+            kind="topics", params={}, filename="t.tsv", path="t.tsv").pk)},
     }
 
 
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
-def test_no_server_errors_and_every_response_matches_the_schema(live_server, tmp_path, monkeypatch):
+def test_no_server_errors_and_every_response_matches_the_schema(live_server, tmp_path, monkeypatch,
+                                                                settings):
     from evaluation import services as evaluation_services
     from pooling import services as pooling_services
     from retrieval import services as retrieval_services
+    from uploads import services as uploads_services
 
     for module, name in ((retrieval_services, "_chunk_wake"), (pooling_services, "_pool_wake"),
-                         (evaluation_services, "_wake")):
+                         (evaluation_services, "_wake"), (uploads_services, "_upload_wake")):
         monkeypatch.setattr(module, name, lambda pk: None)
+    settings.DATA_DIR = tmp_path / "data"  # uploaded files land here, not in the checkout
     data = seed(tmp_path)
     token = users()["staff"]
     known = _known_path_parameters(data["pool"])
@@ -90,7 +97,7 @@ def test_no_server_errors_and_every_response_matches_the_schema(live_server, tmp
                                                     path_parameters=known[operation.path]))
 
         @given(case=st.one_of(strategies))
-        @settings(max_examples=MAX_EXAMPLES, derandomize=True, database=None, deadline=None,
+        @hypothesis_settings(max_examples=MAX_EXAMPLES, derandomize=True, database=None, deadline=None,
                   phases=[Phase.explicit, Phase.generate], suppress_health_check=list(HealthCheck))
         def check(case):
             case.call_and_validate(base_url=live_server.url, headers=headers,

@@ -94,6 +94,8 @@ class Label(models.Model):
         indexes = [
             models.Index(fields=["judgment_set", "topic_id"], name="label_set_topic"),
             models.Index(fields=["item", "assessor"], name="label_item_assessor"),
+            # an assessor's latest labels (the judging page's back link)
+            models.Index(fields=["judgment_set", "assessor", "id"], name="label_set_assessor"),
         ]
 
 
@@ -160,7 +162,9 @@ class JudgingTask(models.Model):
 
 class TaskTopic(models.Model):
     """One topic of a task: its intents and, for adaptive orders, its contributing
-    rankings as packed int32 item positions (``rankings``) cut by ``offsets``."""
+    rankings as packed int32 item positions (``rankings``) cut by ``offsets``.
+    ``slots_done`` counts the topic's done slots; the services that move a slot into or
+    out of ``done`` change it in the same transaction, so progress never scans slots."""
 
     task = models.ForeignKey(JudgingTask, on_delete=models.CASCADE, related_name="topics")
     topic_id = models.CharField(max_length=100)
@@ -169,6 +173,7 @@ class TaskTopic(models.Model):
     users = models.JSONField(default=list)  # user mode: the workers who may judge it
     rankings = models.BinaryField(default=b"")
     offsets = models.BinaryField(default=b"")
+    slots_done = models.PositiveIntegerField(default=0)
 
     class Meta:
         constraints = [

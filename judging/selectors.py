@@ -45,7 +45,8 @@ def task_list(assessor: str | None = None):
 
 def task_get(name: str) -> JudgingTask:
     try:
-        return JudgingTask.objects.select_related("pool", "judgment_set").get(name=name)
+        return (JudgingTask.objects.select_related("pool", "judgment_set", "collection")
+                .get(name=name))
     except JudgingTask.DoesNotExist:
         known = ", ".join(JudgingTask.objects.values_list("name", flat=True)[:20]) or "none"
         raise ValueError(f"no judging task named {name!r} (known: {known})") from None
@@ -149,41 +150,71 @@ def topic_relevance_known(task: JudgingTask, topic_id: str) -> dict[int, bool]:
 # --- tasks: progress -------------------------------------------------------------------------
 
 
-def task_progress(task: JudgingTask, *, now: datetime | None = None) -> dict:
+def task_progress(task: JudgingTask, topic_id: str | None = None, *,
+                  now: datetime | None = None) -> dict:
     """``{"total": {...}, "topics": {topic: {...}}}`` where each entry has ``items``,
     ``slots`` (items × K), ``done``, ``leased`` (live leases) and ``remaining`` (free
-    slots and expired leases). One aggregate query over the task's slots."""
+    slots and expired leases); with ``topic_id``, that topic only (and its total).
+
+    Two queries that never scan the task's slots: ``done`` is the topics' count of done
+    slots, which the services keep in the transaction that moves a slot into or out of
+    ``done``; live leases are read from the index of leased slots (at most the
+    assessors' batches)."""
+    from .models import TaskTopic
+
     now = now or timezone.now()
-    rows = (JudgingSlot.objects.filter(task=task).values("topic_id").annotate(
-        slots=Count("id"),
-        done=Count("id", filter=Q(state=JudgingSlot.DONE)),
-        leased=Count("id", filter=Q(state=JudgingSlot.LEASED, lease_expires__gt=now)),
-    ).order_by("topic_id"))
+    leased_q = JudgingSlot.objects.filter(task=task, state=JudgingSlot.LEASED,
+                                          lease_expires__gt=now)
+    topics_q = TaskTopic.objects.filter(task=task)
+    if topic_id is not None:
+        leased_q, topics_q = leased_q.filter(topic_id=topic_id), topics_q.filter(
+            topic_id=topic_id)
+    leased = dict(leased_q.order_by().values("topic_id").annotate(n=Count("id"))
+                  .values_list("topic_id", "n"))
     topics = {}
     total = {"items": 0, "slots": 0, "done": 0, "leased": 0, "remaining": 0}
-    for r in rows:
-        entry = {"items": r["slots"] // task.redundancy, "slots": r["slots"],
-                 "done": r["done"], "leased": r["leased"],
-                 "remaining": r["slots"] - r["done"] - r["leased"]}
-        topics[r["topic_id"]] = entry
+    for t, size, done in topics_q.order_by("topic_id").values_list("topic_id", "size",
+                                                                    "slots_done"):
+        slots = size * task.redundancy
+        entry = {"items": size, "slots": slots, "done": done, "leased": leased.get(t, 0),
+                 "remaining": slots - done - leased.get(t, 0)}
+        topics[t] = entry
         for k in total:
             total[k] += entry[k]
     return {"total": total, "topics": topics}
 
 
 def assessor_progress(task: JudgingTask, assessor: str, *, now: datetime | None = None) -> dict:
-    """``{"topic", "done", "leased", "topic_done", "topic_items"}`` for one assessor: their
-    current topic, slots done and live leases over the task and within that topic."""
+    """``{"topic", "done", "leased", "topic_done", "topic_items", "last_item"}`` for one
+    assessor: their current topic, slots done and live leases over the task and within
+    that topic, and the item of their latest judgment that counts (None: none). One
+    query, over the assessor's own slots."""
+    from django.db.models import OuterRef, Subquery
+
+    from .models import TaskTopic
+
     now = now or timezone.now()
-    ta = TaskAssessor.objects.filter(task=task, assessor=assessor).first()
-    topic = ta.topic_id if ta else ""
-    mine = JudgingSlot.objects.filter(task=task, assessor=assessor)
-    done = mine.filter(state=JudgingSlot.DONE).count()
-    leased = mine.filter(state=JudgingSlot.LEASED, lease_expires__gt=now).count()
-    topic_done = mine.filter(state=JudgingSlot.DONE, topic_id=topic).count() if topic else 0
-    topic_items = task.topics.filter(topic_id=topic).values_list("size", flat=True).first() or 0
-    return {"topic": topic, "done": done, "leased": leased, "topic_done": topic_done,
-            "topic_items": topic_items}
+    mine = JudgingSlot.objects.filter(task_id=task.pk, assessor=assessor).order_by()
+
+    def count(**kw):
+        return Subquery(mine.filter(**kw).values("assessor").annotate(n=Count("id"))
+                        .values("n"))
+
+    row = TaskAssessor.objects.filter(task=task, assessor=assessor).annotate(
+        done=count(state=JudgingSlot.DONE),
+        leased=count(state=JudgingSlot.LEASED, lease_expires__gt=now),
+        topic_done=count(state=JudgingSlot.DONE, topic_id=OuterRef("topic_id")),
+        topic_items=Subquery(TaskTopic.objects.filter(
+            task_id=task.pk, topic_id=OuterRef("topic_id")).values("size")[:1]),
+        last_item=Subquery(Label.objects.filter(
+            judgment_set_id=task.judgment_set_id, assessor=assessor, current=True,
+            item__isnull=False).order_by("-id").values("item_id")[:1]),
+    ).values_list("topic_id", "done", "leased", "topic_done", "topic_items",
+                  "last_item").first()
+    topic, done, leased, topic_done, topic_items, last = row or ("", 0, 0, 0, 0, None)
+    return {"topic": topic, "done": done or 0, "leased": leased or 0,
+            "topic_done": (topic_done or 0) if topic else 0,
+            "topic_items": topic_items or 0, "last_item": last}
 
 
 def assessor_recent_labels(task: JudgingTask, assessor: str, limit: int = 20) -> list[dict]:
@@ -311,27 +342,12 @@ def document_query_texts(task: JudgingTask, topic_id: str, docid: str) -> list[s
 
 def task_progress_held(task: JudgingTask, topic_id: str | None = None, *,
                        now: datetime | None = None) -> dict:
-    """:func:`task_progress`'s ``total`` (or, with ``topic_id``, that topic's entry), the
-    same numbers counted from the slots held (leased or done) only: the slots an item
-    has are known (items x K), so the cost grows with the judging done, not with the
-    task — the judging page shows it on every request of a 1,000,000-item task."""
-    from .models import TaskTopic
-
-    now = now or timezone.now()
+    """:func:`task_progress`'s ``total`` or, with ``topic_id``, that topic's entry."""
+    progress = task_progress(task, topic_id, now=now)
     if topic_id is None:
-        items = task.items_count
-    else:
-        items = (TaskTopic.objects.filter(task=task, topic_id=topic_id)
-                 .values_list("size", flat=True).first() or 0)
-    held = JudgingSlot.objects.filter(task=task, assessor__isnull=False)
-    if topic_id is not None:
-        held = held.filter(topic_id=topic_id)
-    r = held.aggregate(done=Count("id", filter=Q(state=JudgingSlot.DONE)),
-                       leased=Count("id", filter=Q(state=JudgingSlot.LEASED,
-                                                   lease_expires__gt=now)))
-    slots = items * task.redundancy
-    return {"items": items, "slots": slots, "done": r["done"], "leased": r["leased"],
-            "remaining": slots - r["done"] - r["leased"]}
+        return progress["total"]
+    return progress["topics"].get(topic_id, {"items": 0, "slots": 0, "done": 0,
+                                             "leased": 0, "remaining": 0})
 
 
 def assessor_item_labels(task: JudgingTask, assessor: str, item_id: int) -> dict | None:

@@ -35,7 +35,7 @@ from typing import Iterable, Mapping
 
 import numpy as np
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Count, Exists, Max, OuterRef, Subquery
+from django.db.models import Count, Exists, F, Max, OuterRef, Subquery
 from django.utils import timezone
 
 from common.fileio import clean_name, file_sha256
@@ -405,16 +405,16 @@ def _expire(task: JudgingTask, now: datetime) -> int:
         state=JudgingSlot.FREE, assessor=None, leased_at=None, lease_expires=None)
 
 
-def _leased_items(task: JudgingTask, slot_ids: list[int]) -> list[LeasedItem]:
-    rows = list(JudgingSlot.objects.filter(id__in=slot_ids)
-                .order_by("topic_id", "leased_at", "position", "id")
-                .values_list("id", "item_id", "topic_id", "item__docid", "position",
-                             "lease_expires"))
-    topics = {r[2] for r in rows}
-    intents = dict(TaskTopic.objects.filter(task=task, topic_id__in=topics)
-                   .values_list("topic_id", "intents"))
-    return [LeasedItem(s, i, t, d, p, tuple(intents.get(t, [NO_INTENT])), e)
-            for s, i, t, d, p, e in rows]
+def _leased_items(task: JudgingTask, slots) -> list[LeasedItem]:
+    """The items of ``slots`` (a queryset of slots) with their topics' intents, in the
+    order of the batch; one query."""
+    intents = TaskTopic.objects.filter(task_id=task.pk, topic_id=OuterRef("topic_id"))
+    rows = (slots.order_by("topic_id", "leased_at", "position", "id")
+            .annotate(topic_intents=Subquery(intents.values("intents")[:1]))
+            .values_list("id", "item_id", "topic_id", "item__docid", "position",
+                         "topic_intents", "lease_expires"))
+    return [LeasedItem(s, i, t, d, p, tuple(n or [NO_INTENT]), e)
+            for s, i, t, d, p, n, e in rows]
 
 
 def batch_lease(task: JudgingTask, assessor: str, *, now: datetime | None = None
@@ -427,11 +427,10 @@ def batch_lease(task: JudgingTask, assessor: str, *, now: datetime | None = None
     with transaction.atomic():
         _expire(task, now)
         ta = _locked_assessor(task, assessor)
-        live = list(JudgingSlot.objects.filter(
-            task=task, assessor=assessor, state=JudgingSlot.LEASED, lease_expires__gt=now)
-            .values_list("id", flat=True))
+        live = _leased_items(task, JudgingSlot.objects.filter(
+            task=task, assessor=assessor, state=JudgingSlot.LEASED, lease_expires__gt=now))
         if live:
-            return _leased_items(task, live)
+            return live
         tried: set[str] = set()
         topic = ta.topic_id
         while True:
@@ -442,7 +441,7 @@ def batch_lease(task: JudgingTask, assessor: str, *, now: datetime | None = None
                     if ta.topic_id != topic:
                         ta.topic_id = topic
                         ta.save(update_fields=["topic_id", "finished_topics"])
-                    return _leased_items(task, slot_ids)
+                    return _leased_items(task, JudgingSlot.objects.filter(id__in=slot_ids))
                 if topic not in ta.finished_topics:
                     ta.finished_topics = sorted(set(ta.finished_topics) | {topic})
             topic = _next_topic(task, ta, tried)
@@ -570,46 +569,74 @@ def judgment_submit(
     now = now or timezone.now()
     with transaction.atomic():
         _locked_assessor(task, assessor)
-        done = list(Label.objects.filter(judgment_set_id=task.judgment_set_id,
-                                         submit_key=submit_key).order_by("id"))
-        if done:
-            if done[0].assessor != assessor or done[0].item_id != item_id:
-                raise QueueError("this submit key was used for another item or assessor")
-            return done
-        topic = TaskTopic.objects.filter(task=task, topic_id=OuterRef("topic_id"))
-        item = (JudgingItem.objects.filter(pk=item_id, task=task)
-                .annotate(intents=Subquery(topic.values("intents")[:1])).first())
-        if item is None:
+        # one query: the item, its topic's intents (and users), the submit key's first
+        # use, the assessor's slot of the item and their latest revision of it
+        topic = TaskTopic.objects.filter(task_id=task.pk, topic_id=OuterRef("topic_id"))
+        keyed = Label.objects.filter(judgment_set_id=task.judgment_set_id,
+                                     submit_key=submit_key).order_by("id")
+        mine = Label.objects.filter(item_id=OuterRef("pk"), assessor=assessor)
+        row = (JudgingItem.objects.filter(pk=item_id, task_id=task.pk).annotate(
+            intents=Subquery(topic.values("intents")[:1]),
+            users=Subquery(topic.values("users")[:1]),
+            key_item=Subquery(keyed.values("item_id")[:1]),
+            key_assessor=Subquery(keyed.values("assessor")[:1]),
+            slot_state=Subquery(JudgingSlot.objects.filter(
+                item_id=OuterRef("pk"), assessor=assessor).values("state")[:1]),
+            revision=Subquery(mine.order_by("-revision").values("revision")[:1]),
+        ).values_list("topic_id", "docid", "intents", "users", "key_item", "key_assessor",
+                      "slot_state", "revision").first())
+        if row is None or row[5] is not None:  # no such item, or a repeated submit key
+            done = list(keyed)
+            if done:
+                if done[0].assessor != assessor or done[0].item_id != item_id:
+                    raise QueueError("this submit key was used for another item or assessor")
+                return done
             raise QueueError(f"task {task.name!r} has no item {item_id}")
-        intents = item.intents
+        topic_id, docid, intents, users, _, _, slot_state, revision = row
         values = _checked_grades(task, intents, grades, cannot_judge)
-        slot = (JudgingSlot.objects.select_for_update()
-                .filter(item=item, assessor=assessor).first())
-        if slot is None:
-            slot = (JudgingSlot.objects.select_for_update(skip_locked=True)
-                    .filter(item=item, state=JudgingSlot.FREE).order_by("slot_no").first())
-            if task.mode == JudgingTask.MODE_USER and assessor not in TaskTopic.objects.get(
-                    task=task, topic_id=item.topic_id).users:
-                slot = None
-            if slot is None:
-                raise LeaseLost(f"your lease on document {item.docid} expired and it has "
+        completes = False
+        if slot_state == JudgingSlot.DONE:  # a revision (a leased slot has no current label)
+            Label.objects.filter(item_id=item_id, assessor=assessor, current=True).update(
+                current=False)
+        else:
+            # the assessor's lease, unless it expired and went back to the queue meanwhile
+            completes = slot_state == JudgingSlot.LEASED and JudgingSlot.objects.filter(
+                item_id=item_id, assessor=assessor, state=JudgingSlot.LEASED).update(
+                    state=JudgingSlot.DONE, done_at=now) == 1
+            if not completes:
+                completes = _free_slot_take(task, item_id, assessor, users, now)
+            if not completes:
+                raise LeaseLost(f"your lease on document {docid} expired and it has "
                                 "gone to other assessors; it needs no judgment from you")
-        if slot.state != JudgingSlot.DONE:
-            JudgingSlot.objects.filter(pk=slot.pk).update(
-                state=JudgingSlot.DONE, assessor=assessor, done_at=now,
-                leased_at=slot.leased_at or now)
-        mine = Label.objects.filter(item=item, assessor=assessor)
-        revision = (mine.order_by("-revision").values_list("revision", flat=True).first()
-                    or 0) + 1
-        if slot.state == JudgingSlot.DONE:  # a revision (a leased slot has no current label)
-            mine.filter(current=True).update(current=False)
-        labels = [Label(judgment_set_id=task.judgment_set_id, topic_id=item.topic_id,
-                        intent_id=intent, docid=item.docid, assessor=assessor, grade=grade,
-                        cannot_judge=cannot_judge, rationale=rationale, seconds=seconds,
-                        created=now, revision=revision, current=True, submit_key=submit_key,
-                        item=item)
-                  for intent, grade in values]
-        return Label.objects.bulk_create(labels)
+        labels = Label.objects.bulk_create([
+            Label(judgment_set_id=task.judgment_set_id, topic_id=topic_id, intent_id=intent,
+                  docid=docid, assessor=assessor, grade=grade, cannot_judge=cannot_judge,
+                  rationale=rationale, seconds=seconds, created=now,
+                  revision=(revision or 0) + 1, current=True, submit_key=submit_key,
+                  item_id=item_id)
+            for intent, grade in values])
+        if completes:  # last: the topic's row is locked only until the commit
+            _done_count(task, topic_id, +1)
+        return labels
+
+
+def _free_slot_take(task: JudgingTask, item_id: int, assessor: str, users, now) -> bool:
+    """A late submit: take a free slot of the item, done at once (not in user mode for a
+    user who is not one of the topic's workers)."""
+    if task.mode == JudgingTask.MODE_USER and assessor not in (users or []):
+        return False
+    slot_id = (JudgingSlot.objects.select_for_update(skip_locked=True)
+               .filter(item_id=item_id, state=JudgingSlot.FREE).order_by("slot_no")
+               .values_list("id", flat=True).first())
+    return slot_id is not None and JudgingSlot.objects.filter(
+        pk=slot_id, state=JudgingSlot.FREE).update(
+            state=JudgingSlot.DONE, assessor=assessor, leased_at=now, done_at=now) == 1
+
+
+def _done_count(task: JudgingTask, topic_id: str, delta: int) -> None:
+    """Keep the topic's count of done slots (in the caller's transaction)."""
+    TaskTopic.objects.filter(task_id=task.pk, topic_id=topic_id).update(
+        slots_done=F("slots_done") + delta)
 
 
 def _checked_grades(task, intents, grades, cannot_judge) -> list[tuple[str, int | None]]:
@@ -660,9 +687,11 @@ def judgment_undo(task: JudgingTask, assessor: str, item_id: int, *,
         if earlier:
             labels.filter(revision=earlier).update(current=True)
             return list(labels.filter(current=True).order_by("id"))
-        JudgingSlot.objects.filter(item_id=item_id, assessor=assessor).update(
-            state=JudgingSlot.LEASED, done_at=None, leased_at=now,
-            lease_expires=now + timedelta(minutes=task.lease_minutes))
+        if JudgingSlot.objects.filter(item_id=item_id, assessor=assessor,
+                                      state=JudgingSlot.DONE).update(
+                state=JudgingSlot.LEASED, done_at=None, leased_at=now,
+                lease_expires=now + timedelta(minutes=task.lease_minutes)):
+            _done_count(task, current[0].topic_id, -1)
         return []
 
 

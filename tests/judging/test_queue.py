@@ -158,3 +158,23 @@ def test_create_judging_task_command(small_pool):
     with pytest.raises(CommandError, match="key 'n' is used twice|value 0 or key"):
         call_command("create_judging_task", "--pool", "p", "--name", "bad", "--mode", "topic",
                      "--scale", "custom", "--grades", "0:no:n,1:yes:n")
+
+
+def test_lease_and_submit_take_a_handful_of_queries(small_pool, django_assert_num_queries):
+    """Pinned (the test run adds a SAVEPOINT and its RELEASE to each call): a live batch
+    is expire, assessor, batch; a claim adds the claim, its update and the batch; a
+    submit is assessor, item, slot, labels and the topic's count."""
+    t = task(small_pool, batch=3)
+    batch = services.batch_lease(t, "a")  # a's first: their row is made
+    with django_assert_num_queries(2 + 3):
+        assert services.batch_lease(t, "a") == batch
+    with django_assert_num_queries(2 + 5):
+        services.judgment_submit(t, "a", batch[0].item_id, grades(), submit_key="q1")
+    with django_assert_num_queries(2 + 4):  # a revision
+        services.judgment_submit(t, "a", batch[0].item_id, grades(0), submit_key="q2")
+    with django_assert_num_queries(2 + 3):  # a repeated submit: nothing written
+        services.judgment_submit(t, "a", batch[0].item_id, grades(0), submit_key="q2")
+    for x in batch[1:]:
+        services.judgment_submit(t, "a", x.item_id, grades(), submit_key=f"k{x.item_id}")
+    with django_assert_num_queries(2 + 6):  # the next batch, same topic
+        assert len(services.batch_lease(t, "a")) == 3

@@ -9,11 +9,15 @@ MAX_REF_AGE = 7 * 24 * 3600  # a page left open for a week can still be submitte
 
 
 def ref_dumps(*, task_id: int, item_id: int | None = None,
-              gold: tuple[str, str] | None = None, submit_key: str, shown: float) -> str:
+              gold: tuple[str, str] | None = None, submit_key: str, shown: float,
+              intents: list[str] | None = None) -> str:
     """The signed reference a judgment form carries: the task, the item (or gold
-    document), the form's idempotency key and when the page was shown (server time).
-    Compressed, so an item and a gold document look alike."""
+    document), the form's idempotency key, when the page was shown (server time) and the
+    intents graded on it (so the submit needs no query to rebuild the form). Compressed,
+    so an item and a gold document look alike."""
     value = {"task": task_id, "k": submit_key, "t": shown}
+    if intents is not None:
+        value["n"] = list(intents)
     if gold is not None:
         value["g"] = list(gold)
     else:

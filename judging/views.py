@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import secrets
 import time
+from collections import OrderedDict
 
 from django.conf import settings
 from django.core import signing
 from django.contrib.auth.decorators import login_required, user_passes_test
-from django.core.cache import cache
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -39,6 +39,9 @@ NEXT_KEYS = ("n", "Enter")
 BACK_KEY = "b"
 CANNOT_KEY = "x"
 TOPIC_CACHE_SECONDS = 300  # a topic's statement, intents and query texts, per process
+TOPICS_KEPT = 256
+DOCUMENTS_KEPT = 512  # marked documents kept per process
+EMPTY_PROGRESS = {"items": 0, "slots": 0, "done": 0, "leased": 0, "remaining": 0}
 
 
 # --- shared: one judging page and its submit ---------------------------------------------
@@ -69,22 +72,57 @@ def _topic_key(task, topic_id: str, what: str) -> str:
     return f"judging:{what}:{task.pk}:{task.created.timestamp()}:{topic_id}"
 
 
+_topics: dict[str, tuple[float, dict]] = {}
+
+
 def _topic_info(task, topic_id: str) -> dict:
-    """The topic's statement and intents and the query texts of its documents, cached
-    per process for a few minutes (they do not change while a task is judged)."""
-    def load():
-        topic = selectors.task_topic(task, topic_id)
-        return {"topic_id": topic.topic_id, "title": topic.title,
-                "description": topic.description, "narrative": topic.narrative,
-                "statements": [s.text for s in topic.statements.all()],
-                "intents": {i.intent_id: i.description for i in topic.intents.all()},
-                "queries": selectors.topic_query_texts(task, topic_id)}
-    return cache.get_or_set(_topic_key(task, topic_id, "topic"), load, TOPIC_CACHE_SECONDS)
+    """The topic's statement and intents and the query texts of its documents, kept in
+    this process for a few minutes (they do not change while a task is judged; a dict,
+    not the cache framework, so a page does not unpickle every query text of a topic)."""
+    key = _topic_key(task, topic_id, "topic")
+    hit = _topics.get(key)
+    if hit is not None and hit[0] > time.monotonic():
+        return hit[1]
+    topic = selectors.task_topic(task, topic_id)
+    info = {"topic_id": topic.topic_id, "title": topic.title,
+            "description": topic.description, "narrative": topic.narrative,
+            "statements": [s.text for s in topic.statements.all()],
+            "intents": {i.intent_id: i.description for i in topic.intents.all()},
+            "queries": selectors.topic_query_texts(task, topic_id)}
+    if len(_topics) >= TOPICS_KEPT:
+        _topics.clear()
+    _topics[key] = (time.monotonic() + TOPIC_CACHE_SECONDS, info)
+    return info
+
+
+_documents: OrderedDict[tuple, tuple] = OrderedDict()
+
+
+def _marked_document(task, topic: dict, docid: str) -> tuple[list, list]:
+    """The document's title and paragraphs with the query terms marked, kept in this
+    process for the last ``DOCUMENTS_KEPT`` documents shown (an item is shown to K
+    assessors, and again on every reload), so the index is not read again."""
+    collection = selectors.task_collection(task)
+    key = (task.pk, task.created, topic["topic_id"], collection.pk, collection.index_path,
+           docid)
+    hit = _documents.get(key)
+    if hit is not None and collection.status == "ready":
+        _documents.move_to_end(key)
+        return hit
+    doc = selectors.task_document(task, docid)
+    terms = query_terms(topic["queries"].get(docid, []))
+    marked = (marked_segments(doc.title, terms),
+              [marked_segments(p, terms) for p in doc.paragraphs])
+    _documents[key] = marked
+    if len(_documents) > DOCUMENTS_KEPT:
+        _documents.popitem(last=False)
+    return marked
 
 
 def _page_context(task, assessor: str, *, topic_id: str, docid: str, intents, ref: str,
                   form=None, current: dict | None = None, back_url: str = "",
-                  undo_item: int | None = None, progress: bool = True) -> dict:
+                  undo_item: int | None = None, progress: bool = True,
+                  mine: dict | None = None) -> dict:
     topic = _topic_info(task, topic_id)
     intent_rows = []
     for n, intent in enumerate(intents):
@@ -99,10 +137,7 @@ def _page_context(task, assessor: str, *, topic_id: str, docid: str, intents, re
     document_error = ""
     title, paragraphs = "", []
     try:
-        doc = selectors.task_document(task, docid)
-        terms = query_terms(topic["queries"].get(docid, []))
-        title = marked_segments(doc.title, terms)
-        paragraphs = [marked_segments(p, terms) for p in doc.paragraphs]
+        title, paragraphs = _marked_document(task, topic, docid)
     except ValueError as exc:
         document_error = str(exc)
     ctx = {
@@ -114,9 +149,10 @@ def _page_context(task, assessor: str, *, topic_id: str, docid: str, intents, re
         "statements": topic["statements"],
     }
     if progress:
-        ctx["topic_progress"] = _bar(selectors.task_progress_held(task, topic_id))
-        ctx["task_progress"] = _bar(selectors.task_progress_held(task))
-        ctx["mine"] = selectors.assessor_progress(task, assessor)
+        task_progress = selectors.task_progress(task)
+        ctx["topic_progress"] = _bar(task_progress["topics"].get(topic_id, EMPTY_PROGRESS))
+        ctx["task_progress"] = _bar(task_progress["total"])
+        ctx["mine"] = mine or selectors.assessor_progress(task, assessor)
     return ctx
 
 
@@ -162,6 +198,8 @@ def _submit(request, task, assessor: str, intents_for, *, crowd: bool = False
 
 def _item_intents(task):
     def intents_for(ref):
+        if "n" in ref:  # the page's intents, signed into the form
+            return ref["n"]
         if "g" in ref:
             topic_id = ref["g"][0]
         else:
@@ -176,9 +214,9 @@ def _item_intents(task):
     return intents_for
 
 
-def _new_ref(task, **kw) -> str:
+def _new_ref(task, *, intents, **kw) -> str:
     return ref_dumps(task_id=task.pk, submit_key=secrets.token_urlsafe(18), shown=time.time(),
-                     **kw)
+                     intents=list(intents), **kw)
 
 
 # --- assessors ----------------------------------------------------------------------------
@@ -222,9 +260,9 @@ def judge(request, name):
         return render(request, "judging/judge.html", _page_context(
             task, user, topic_id=item.topic_id, docid=item.docid, form=form, ref=ref,
             intents=form.intents, back_url=_back_url(task, user, item.pk)), status=400)
-    recent = selectors.assessor_recent_labels(task, user, limit=50)
     item_param = request.GET.get("item", "")
     if item_param:
+        recent = selectors.assessor_recent_labels(task, user, limit=50)
         if not item_param.isdigit():
             raise Http404("No such item.")
         current = selectors.assessor_item_labels(task, user, int(item_param))
@@ -234,22 +272,29 @@ def judge(request, name):
         intents = task.topics.get(topic_id=item.topic_id).intents
         return render(request, "judging/judge.html", _page_context(
             task, user, topic_id=item.topic_id, docid=item.docid, intents=intents,
-            ref=_new_ref(task, item_id=item.pk), current=current,
+            ref=_new_ref(task, item_id=item.pk, intents=intents), current=current,
             back_url=_back_url(task, user, item.pk, recent), undo_item=item.pk))
     try:
         batch = services.batch_lease(task, user)
     except services.QueueError as exc:
         return render(request, "judging/message.html", {"task": task, "message": str(exc)},
                       status=409)
+    mine = selectors.assessor_progress(task, user)
+    back_url = _item_url(task, mine["last_item"])
     if not batch:
         return render(request, "judging/finished.html", {
-            "task": task, "mine": selectors.assessor_progress(task, user),
-            "back_url": _back_url(task, user, None, recent)})
+            "task": task, "mine": mine, "back_url": back_url})
     leased = batch[0]
     return render(request, "judging/judge.html", _page_context(
         task, user, topic_id=leased.topic_id, docid=leased.docid, intents=leased.intents,
-        ref=_new_ref(task, item_id=leased.item_id),
-        back_url=_back_url(task, user, None, recent)))
+        ref=_new_ref(task, item_id=leased.item_id, intents=leased.intents),
+        back_url=back_url, mine=mine))
+
+
+def _item_url(task, item_id: int | None) -> str:
+    if item_id is None:
+        return ""
+    return f"{reverse('judging:judge', kwargs={'name': task.name})}?item={item_id}"
 
 
 def _back_url(task, user, item_id, recent=None) -> str:
@@ -261,9 +306,7 @@ def _back_url(task, user, item_id, recent=None) -> str:
         ids = ids[ids.index(item_id) + 1:]
     else:
         ids = [i for i in ids if i != item_id]
-    if not ids:
-        return ""
-    return f"{reverse('judging:judge', kwargs={'name': task.name})}?item={ids[0]}"
+    return _item_url(task, ids[0] if ids else None)
 
 
 @login_required
@@ -509,7 +552,8 @@ def crowd_judge(request, slug):
     if gold is not None:
         intents = task.topics.get(topic_id=gold.topic_id).intents
         ctx = _page_context(task, name, topic_id=gold.topic_id, docid=gold.docid,
-                            intents=intents, ref=_new_ref(task, gold=(gold.topic_id, gold.docid)),
+                            intents=intents, ref=_new_ref(task, gold=(gold.topic_id, gold.docid),
+                                                          intents=intents),
                             progress=False)
     else:
         try:
@@ -521,7 +565,8 @@ def crowd_judge(request, slug):
             return redirect("judging:crowd_done", slug=slug)
         leased = batch[0]
         ctx = _page_context(task, name, topic_id=leased.topic_id, docid=leased.docid,
-                            intents=leased.intents, ref=_new_ref(task, item_id=leased.item_id),
+                            intents=leased.intents,
+                            ref=_new_ref(task, item_id=leased.item_id, intents=leased.intents),
                             progress=False)
     ctx.update(study=study, crowd=True, status=status,
                needed=task.crowd_judgments, keys={**ctx["keys"], "back": ""})

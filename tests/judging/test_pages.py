@@ -194,3 +194,22 @@ def test_progress_from_held_slots_equals_the_full_count(pool):
         for topic, entry in full["topics"].items():
             assert selectors.task_progress_held(task, topic, now=now) == entry
     assert full["total"]["done"] == 1 and full["total"]["leased"] == 0
+
+
+def test_next_item_page_and_submit_take_a_handful_of_queries(
+        pool, pages_index, alice, django_assert_max_num_queries):
+    """Pinned (the test run adds a SAVEPOINT and its RELEASE to each transaction): the
+    page reads session, user, task, lease (expire, assessor, batch) and progress (the
+    topics' counts, live leases, the assessor's own); a page that claims the next batch
+    adds the claim, its update and the batch read again. A submit is session, user, task, assessor, item,
+    slot, labels and the topic's count."""
+    make_task(pool, pages_index, mode="intent")  # batch 3
+    html = alice.get("/judging/tasks/t/").content.decode()  # first: topic read, row made
+    for n in range(4):
+        with django_assert_max_num_queries(10):
+            r = alice.post("/judging/tasks/t/", {**form_of(html), "grade_0": "1",
+                                                 "grade_1": "0", "action": "judge"})
+        assert r.status_code == 302
+        with django_assert_max_num_queries(14 if n == 2 else 11):
+            html = alice.get("/judging/tasks/t/").content.decode()
+        assert 'name="grade_1"' in html

@@ -20,14 +20,16 @@ order is replayed from the judgments.
 
     DEBUG=1 .venv/bin/python bench/judging_queue_bench.py [--items-per-topic 10000] [--reuse]
 
-Needs PostgreSQL on 127.0.0.1:5432; the scratch database ``qv_judging_bench`` is dropped
-and recreated (kept for ``--reuse``). Writes ``bench/out/judging_queue_bench.json``.
+Needs PostgreSQL on 127.0.0.1:5432; the scratch database (``--database``, default
+``qv_judging_bench``) is dropped and recreated (kept for ``--reuse``). Writes
+``bench/out/judging_queue_bench.json``.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -37,17 +39,24 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 DB = "qv_judging_bench"
-URL = f"postgres://postgres@127.0.0.1:5432/{DB}"
+PG = "postgres://postgres@127.0.0.1:5432"
 
 
-def _recreate_database() -> None:
-    for sql in (f"DROP DATABASE IF EXISTS {DB}", f"CREATE DATABASE {DB}"):
+def _url(db: str) -> str:
+    if not re.fullmatch(r"[a-z_][a-z0-9_]*", db):
+        raise SystemExit(f"database name {db!r}: use lower-case letters, digits and _")
+    return f"{PG}/{db}"
+
+
+def _recreate_database(db: str) -> None:
+    _url(db)
+    for sql in (f"DROP DATABASE IF EXISTS {db}", f"CREATE DATABASE {db}"):
         subprocess.run(["psql", "-h", "127.0.0.1", "-U", "postgres", "-d", "postgres", "-q",
                         "-c", sql], check=True, capture_output=True, timeout=120)
 
 
-def _setup_django(migrate: bool = False) -> None:
-    os.environ["DATABASE_URL"] = URL
+def _setup_django(db: str, migrate: bool = False) -> None:
+    os.environ["DATABASE_URL"] = _url(db)
     os.environ.setdefault("DEBUG", "1")
     os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings"
     sys.path.insert(0, str(ROOT))
@@ -125,7 +134,7 @@ def _peer_claim(task_id: int, topic: str, assessor: str, batch: int) -> list[int
 def worker(args) -> None:
     """One assessor process: ``--batches`` times lease a batch (timed), judge each item
     (timed submit), and time one peer claim on a peer task alike."""
-    _setup_django()
+    _setup_django(args.database)
     from judging import services
     from judging.selectors import task_get
 
@@ -158,9 +167,11 @@ def worker(args) -> None:
     print(json.dumps({"lease_ms": lease_ms, "submit_ms": submit_ms, "peer_ms": peer_ms}))
 
 
-def _run_assessors(task: str, peer_task: str | None, procs: int, batches: int, tag: str):
-    env = {**os.environ, "DATABASE_URL": URL, "DEBUG": "1"}
-    cmd = [sys.executable, __file__, "--worker", "--task", task, "--batches", str(batches)]
+def _run_assessors(db: str, task: str, peer_task: str | None, procs: int, batches: int,
+                   tag: str):
+    env = {**os.environ, "DATABASE_URL": _url(db), "DEBUG": "1"}
+    cmd = [sys.executable, __file__, "--worker", "--database", db, "--task", task,
+           "--batches", str(batches)]
     if peer_task:
         cmd += ["--peer-task", peer_task]
     ps = [subprocess.Popen(cmd + ["--name", f"{tag}-a{n:02d}"], env=env, cwd=ROOT,
@@ -212,14 +223,15 @@ def main() -> None:
     ap.add_argument("--procs", default="1,8")
     ap.add_argument("--adaptive-topics", type=int, default=5)
     ap.add_argument("--reuse", action="store_true")
+    ap.add_argument("--database", default=DB, help="scratch database (dropped and recreated)")
     args = ap.parse_args()
     if args.worker:
         return worker(args)
 
     started = time.perf_counter()
     if not args.reuse:
-        _recreate_database()
-    _setup_django(migrate=not args.reuse)
+        _recreate_database(args.database)
+    _setup_django(args.database, migrate=not args.reuse)
     from judging.models import JudgingTask
 
     made = {}
@@ -236,8 +248,9 @@ def main() -> None:
               "setup_seconds": made, "runs": []}
     for procs in [int(p) for p in args.procs.split(",")]:
         tag = f"p{procs}-{int(time.time())}"
-        r = _run_assessors("big", "peer", procs, args.batches, tag)
-        ra = _run_assessors("adaptive", None, procs, max(5, args.batches // 3), tag)
+        r = _run_assessors(args.database, "big", "peer", procs, args.batches, tag)
+        ra = _run_assessors(args.database, "adaptive", None, procs, max(5, args.batches // 3),
+                            tag)
         run = {
             "procs": procs,
             "batch_lease": _summary(r["lease_ms"]),

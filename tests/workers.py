@@ -17,9 +17,9 @@ The fixture ``celery_on_redis`` (every test has it; it brings ``transactional_db
     Skips unless PostgreSQL and Redis at 127.0.0.1:6379. Points ``config.celery_app.app`` at
     ``redis://127.0.0.1:6379/<redis_db>`` with a queue of its own, ``<queue_prefix>-<hex>``,
     as the default queue (``transport_options`` apply to this process's sends). At teardown
-    it stops every worker it started (SIGTERM, then SIGKILL after 30 s), deletes the queue
-    and puts the app's broker, queue and options back. Redis dbs taken by test files: 3
-    (retrieval), 4 (pooling), 12 (evaluation), 13 (demo), 15 (uploads).
+    it stops every worker it started (``Worker.stop()``; ``kill()`` if disposable), deletes
+    the queue and puts the app's broker, queue and options back. Redis dbs taken by test
+    files: 3 (retrieval), 4 (pooling), 12 (evaluation), 13 (demo), 15 (uploads).
 
 ``CeleryBroker(url, queue_prefix, transport_options=None, log_dir=None)``
     The same as a context manager for any broker URL (the embedded broker:
@@ -27,14 +27,16 @@ The fixture ``celery_on_redis`` (every test has it; it brings ``transactional_db
     ``queue``. ``log_dir`` (default: a new temporary folder) holds ``worker.log``, which
     every worker of the broker appends to, and each worker's default ``DATA_DIR``.
 
-``CeleryBroker.worker(pool="prefork", concurrency=1, data_dir=None, env=None, ready=True)``
+``CeleryBroker.worker(pool="prefork", concurrency=1, data_dir=None, env=None, ready=True,
+disposable=False)``
     Starts ``celery -A config worker -P <pool> -c <concurrency> -Q <queue>`` (``pool=None``:
     the settings' pool) in a process group of its own, log level INFO, with this process's
     environment plus ``DATABASE_URL`` (the test database), ``CELERY_BROKER_URL``,
     ``CELERY_TASK_DEFAULT_QUEUE``, ``DATA_DIR`` (``data_dir``, default
     ``<log_dir>/worker-data``) and ``env`` (a value of ``None`` removes that variable).
     With ``ready`` it returns once the worker answers a ping (as ``celery inspect ping``
-    does) and raises, with the log's end, if it exits or stays silent for 60 s.
+    does) and raises, with the log's end, if it exits or stays silent for 60 s. A
+    ``disposable`` worker is killed (SIGKILL) at exit instead of stopped.
 
 ``Worker``
     ``pid``, ``proc`` (its ``subprocess.Popen``), ``name`` (the node name), ``log`` (path),
@@ -100,8 +102,8 @@ def _database_url() -> str:
 class Worker:
     """One `celery -A config worker` process group; see the module docstring."""
 
-    def __init__(self, name: str, args: list[str], env: dict, log: Path):
-        self.name, self.log = name, log
+    def __init__(self, name: str, args: list[str], env: dict, log: Path, disposable=False):
+        self.name, self.log, self.disposable = name, log, disposable
         with open(log, "a") as out:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "celery", "-A", "config", "worker", *args, "-n", name,
@@ -173,7 +175,7 @@ class CeleryBroker:
 
         try:
             for w in self.workers:
-                w.stop()
+                w.kill() if w.disposable else w.stop()
             with app.connection_for_write(self.url) as conn:
                 conn.default_channel.queue_delete(self.queue)
         finally:
@@ -182,7 +184,7 @@ class CeleryBroker:
 
     def worker(self, pool: str | None = "prefork", concurrency: int = 1,
                data_dir: Path | None = None, env: dict | None = None,
-               ready: bool = True) -> Worker:
+               ready: bool = True, disposable: bool = False) -> Worker:
         env = {**os.environ, "DEBUG": "1", "DJANGO_SETTINGS_MODULE": "config.settings",
                "DATABASE_URL": _database_url(), "CELERY_BROKER_URL": self.url,
                "CELERY_TASK_DEFAULT_QUEUE": self.queue,
@@ -190,7 +192,7 @@ class CeleryBroker:
         args = (["-P", pool] if pool else []) + ["-c", str(concurrency), "-Q", self.queue]
         name = f"{self.queue}-{len(self.workers) + 1}@{socket.gethostname()}"
         worker = Worker(name, args, {k: v for k, v in env.items() if v is not None},
-                        self.log_dir / "worker.log")
+                        self.log_dir / "worker.log", disposable)
         self.workers.append(worker)
         return worker.wait_ready() if ready else worker
 

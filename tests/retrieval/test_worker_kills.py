@@ -39,7 +39,7 @@ def redis_worker(cacm_run_setup, celery_on_redis):
     """Start prefork workers (2 children) on Redis with a queue of their own; keyword
     arguments go to the worker's environment."""
     broker = celery_on_redis(REDIS_DB, "kills", visibility_timeout=7200)
-    return lambda **env: broker.worker(pool="prefork", concurrency=2, env=env)
+    return lambda **env: broker.worker(pool="prefork", concurrency=2, env=env, disposable=True)
 
 
 def _runs(model="bm25", depth=100) -> Run:
@@ -62,14 +62,18 @@ def _wait(run_ids, worker: Worker, timeout=90, until=("done",),
                 + "\n" + worker.tail())
 
 
-def _running_chunk(worker: Worker, timeout=60) -> RunChunk:
+def _running_chunk(worker: Worker, timeout=60, count=1) -> RunChunk:
+    """The first of `count` chunks claimed at once. Killing a whole worker waits for both
+    of its processes to hold a chunk: a message handed to a process that has not claimed
+    its chunk yet stays unacknowledged (Redis) or is gone (filesystem), and a worker that
+    starts wakes such a chunk only once its wake-up is older than a lease."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        chunk = RunChunk.objects.filter(status="running").first()
-        if chunk is not None:
-            return chunk
+        chunks = list(RunChunk.objects.filter(status="running")[:count])
+        if len(chunks) == count:
+            return chunks[0]
         time.sleep(0.05)
-    pytest.fail("no chunk was claimed\n" + worker.tail())
+    pytest.fail(f"{count} chunk(s) were not claimed at once\n" + worker.tail())
 
 
 def _exactly_once(run: Run):
@@ -124,7 +128,7 @@ def test_killing_a_busy_child(redis_worker):
 def test_killing_the_whole_worker(redis_worker):
     worker = redis_worker()
     run = _runs("sdm", depth=1000)
-    _running_chunk(worker)
+    _running_chunk(worker, count=2)
     worker.kill()
     time.sleep(1)
     run.refresh_from_db()
@@ -197,11 +201,11 @@ def test_embedded_broker_worker_killed_mid_run(cacm_run_setup, tmp_path):
     with CeleryBroker("filesystem://localhost/", "kills-fs", options, tmp_path) as broker:
         def start() -> Worker:  # the settings' pool: threads
             return broker.worker(pool=None, concurrency=2, data_dir=data_dir,
-                                 env={"CELERY_WORKER_POOL": None})
+                                 env={"CELERY_WORKER_POOL": None}, disposable=True)
 
         worker = start()
         run = _runs("sdm", depth=1000)
-        _running_chunk(worker)
+        _running_chunk(worker, count=2)
         assert worker.children() == []  # threads, not prefork children
         worker.kill()
         held = list(RunChunk.objects.filter(run=run, status="running"))

@@ -1,26 +1,55 @@
-"""The organiser workflow in a real headless Chromium (upload topics, create a study, upload a
-run, build a pool, create a judging task, export), and the worker pages at a phone's width.
+"""The organiser workflow in a real headless Chromium with a real Celery worker doing the
+background work, and the worker pages at a phone's width.
+
+The workflow: upload topics (a bad file first), upload a collection that the worker indexes
+with Anserini, create a study that two crowd workers answer through the worker pages (their
+queries become variants), launch BM25 retrieval over those variants, build a pool of their
+rankings, create a judging task and judge documents by keyboard on the assessor's page, then
+download the run, the pool and the qrels through the page links and check them against the
+database. Every wait for the worker is bounded.
 
 Screenshots are kept in ``bench/out/screenshots/`` (git-ignored; ``SCREENSHOT_DIR``
 overrides it) and their folder is printed.
 """
 import os
+import time
 from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import User
 
-from crowd.models import Study, TopicSet
+from crowd.models import QueryVariant, Study, TopicSet
+from judging.models import JudgingTask, Label
 from pooling.models import Pool
+from retrieval.models import Collection, Run
+from retrieval.selectors import run_rankings
 from tests.crowd.study_helpers import make_study, make_topic_set
 from tests.browser import BROWSER_MARKS, chromium
 
 PHONE = (375, 812)
 pytestmark = BROWSER_MARKS
 
+REDIS_DB = 9
+WAIT = 120  # seconds the worker may take over one step before the test fails
+
 TOPICS = "id\tstatement\ttitle\nT1\tFind facts about apples.\tapples\nT2\tFind facts about pears.\tpears\n"
-RUN = "".join(f"{q} Q0 d{d} {r} {10 - r}.0 sys\n" for q in ("T1", "T2")
-              for r, d in enumerate((1, 2, 3), start=1))
+FRUIT = {"T1": "apple", "T2": "pear"}
+# TREC SGML: three documents per fruit and two about neither; docids say what they are about
+DOCS = {
+    "apple-1": ("Apple orchards", "Apple orchards grow apple trees in cool climates."),
+    "apple-2": ("Apple pie", "A recipe for apple pie with apples, butter and cinnamon."),
+    "apple-3": ("Apple varieties", "Granny Smith and Gala are apple varieties."),
+    "pear-1": ("Pear trees", "Pear trees flower early; pear orchards need bees."),
+    "pear-2": ("Pear varieties", "Conference and Williams are pear varieties."),
+    "pear-3": ("Poached pears", "Pears poached in red wine make a dessert."),
+    "other-1": ("Bicycle repair", "Fixing a flat tyre on a bicycle."),
+    "other-2": ("Weather", "Rain is expected in the north tomorrow."),
+}
+COLLECTION = "".join(f"<DOC>\n<DOCNO>{d}</DOCNO>\n<TITLE>{t}</TITLE>\n<TEXT>\n{x}\n</TEXT>\n</DOC>\n"
+                     for d, (t, x) in DOCS.items())
+# what each crowd worker (a Prolific id) types for the statement about each fruit
+ANSWERS = {"5f1e2d3c4b5a69788796a501": {"apple": "apple orchards", "pear": "pear varieties"},
+           "5f1e2d3c4b5a69788796a502": {"apple": "apple pie", "pear": "pear trees"}}
 
 
 @pytest.fixture(scope="module")
@@ -53,29 +82,72 @@ def _no_sideways_scroll(browser):
         "return document.documentElement.scrollWidth <= window.innerWidth + 1")
 
 
-@pytest.mark.django_db(transaction=True)
-def test_organiser_workflow(live_server, browser, shots, tmp_path):
+def _fetch(browser, href):
+    """The text a link downloads, fetched by the page (with its session cookie)."""
+    return browser.execute_script(
+        "return fetch(arguments[0]).then(r => r.ok ? r.text() : 'HTTP ' + r.status)", href)
+
+
+def _text(browser, css):
+    from selenium.common.exceptions import NoSuchElementException
+
     try:
-        _organiser_workflow(live_server, browser, shots, tmp_path)
-    except Exception:
-        # shown by pytest on failure: where the browser was and what it showed
+        return browser.find_element("css selector", css).text
+    except NoSuchElementException:
+        return ""
+
+
+@pytest.fixture
+def worker(celery_on_redis, settings, tmp_path):
+    """A real Celery worker on Redis (it skips, saying why, without PostgreSQL or Redis).
+    The pages (this process) and the worker read and write the same DATA_DIR and indexes."""
+    broker = celery_on_redis(REDIS_DB, "browser-test")
+    data = tmp_path / "data"
+    settings.DATA_DIR = data
+    settings.INDEX_ROOT = data / "indexes"
+    return broker.worker(pool="prefork", concurrency=1, data_dir=data)
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_organiser_workflow(worker, live_server, browser, shots, tmp_path):
+    """From a topics file to exported qrels through the pages, the worker doing the
+    indexing, retrieval and pooling."""
+    t0 = time.monotonic()
+    try:
+        _organiser_workflow(live_server, browser, shots, tmp_path, worker)
+    except (Exception, pytest.fail.Exception):
+        # shown by pytest on failure: where the browser was, what it showed, the worker's log
         print("URL:", browser.current_url)
         print(browser.find_element("tag name", "body").text[:3000])
+        print("worker log:\n" + worker.tail())
         raise
+    print(f"\norganiser workflow took {time.monotonic() - t0:.1f} s")
 
 
-def _click_and_wait(browser, element):
-    """Click ``element`` and wait until another document has loaded in its place."""
+def _next_page(browser, act):
+    """Do ``act()`` and wait until another document has loaded in place of this one."""
     from selenium.common.exceptions import WebDriverException
     from selenium.webdriver.support.ui import WebDriverWait
 
     browser.execute_script("window.__stale = true;")
-    element.click()
+    act()
     WebDriverWait(browser, 30, ignored_exceptions=(WebDriverException,)).until(
         lambda d: d.execute_script("return !window.__stale && document.readyState === 'complete'"))
 
 
-def _organiser_workflow(live_server, browser, shots, tmp_path):
+def _click_and_wait(browser, element):
+    _next_page(browser, element.click)
+
+
+def _keys_and_wait(browser, keys):
+    """Type ``keys`` to the page (not to a field) and wait for the next document."""
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    _next_page(browser, ActionChains(browser).send_keys(keys).perform)
+
+
+def _organiser_workflow(live_server, browser, shots, tmp_path, worker):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select
 
@@ -85,6 +157,27 @@ def _organiser_workflow(live_server, browser, shots, tmp_path):
     def follow(text):
         _click_and_wait(browser, browser.find_element(By.LINK_TEXT, text))
 
+    def wait_until(what, check, reload=None):
+        """Poll ``check()`` (reloading ``reload`` first) until it is true, for at most WAIT s."""
+        deadline = time.monotonic() + WAIT
+        while True:
+            if reload:
+                browser.get(reload)
+            value = check()
+            if value:
+                return value
+            if not worker.alive:
+                pytest.fail(f"worker exited while waiting for {what}:\n{worker.tail()}")
+            if time.monotonic() > deadline:
+                pytest.fail(f"{what}: not done after {WAIT} s")
+            time.sleep(0.5)
+
+    def cell(table, column):
+        """The text of ``column`` (0-based) in the first data row of a project table."""
+        return browser.find_elements(By.CSS_SELECTOR, f"#{table} tr")[1].find_elements(
+            By.TAG_NAME, "td")[column].text.strip()
+
+    # 1. sign in as the organiser
     User.objects.create_user("org", password="pw-org-1", is_staff=True)
     browser.set_window_size(1280, 900)
     base = live_server.url
@@ -94,7 +187,7 @@ def _organiser_workflow(live_server, browser, shots, tmp_path):
     _click_and_wait(browser, browser.find_element(By.CSS_SELECTOR, "main form button[type=submit]"))
     assert browser.find_element(By.ID, "sign-out")
 
-    # upload topics: a bad file first (error with file and line, nothing stored), then a good one
+    # 2. upload topics: a bad file first (error with file and line, nothing stored), then a good one
     bad = tmp_path / "topics-bad.tsv"
     bad.write_text("id\tstatement\nT1\tok statement\nT1\t\n")
     good = tmp_path / "topics.tsv"
@@ -102,84 +195,194 @@ def _organiser_workflow(live_server, browser, shots, tmp_path):
     follow("Upload topics")
     browser.find_element(By.ID, "id_file").send_keys(str(bad))
     Select(browser.find_element(By.ID, "id_format")).select_by_value("tsv")
-    browser.find_element(By.ID, "id_new_topic_set").send_keys("apples")
+    browser.find_element(By.ID, "id_new_topic_set").send_keys("fruit")
     submit()
     assert "topics-bad.tsv, line 3" in browser.find_element(By.ID, "form-errors").text
-    assert not TopicSet.objects.filter(name="apples").exists()
-    _shot(browser, shots, "organiser-upload-error")
+    assert not TopicSet.objects.filter(name="fruit").exists()
+    _shot(browser, shots, "organiser-01-topics-error")
     browser.find_element(By.ID, "id_file").send_keys(str(good))
     submit()
-    assert browser.find_element(By.ID, "project-stats")
     assert "2 topic(s) created" in browser.find_element(By.CSS_SELECTOR, "ul.messages").text
     project_url = browser.current_url
+    assert project_url.endswith(f"/topic-sets/{TopicSet.objects.get(name='fruit').pk}/project/")
 
-    # create a study and read its Prolific link
+    # 3. upload a collection from the project page; the worker indexes it with Anserini
+    docs = tmp_path / "fruit.trec"
+    docs.write_text(COLLECTION)
+    follow("Upload a collection")
+    browser.find_element(By.ID, "id_file").send_keys(str(docs))
+    browser.find_element(By.ID, "id_name").send_keys("fruit-docs")
+    Select(browser.find_element(By.ID, "id_format")).select_by_value("trec")
+    _shot(browser, shots, "organiser-02-collection-form")
+    submit()
+    assert "/organiser/uploads/" in browser.current_url
+    _shot(browser, shots, "organiser-03-collection-queued")
+    # the status page reloads itself every two seconds until the import has finished
+    state = wait_until("indexing the collection", lambda: browser.execute_script(
+        "var s = document.getElementById('upload-state');"
+        "return s && ['done', 'failed'].includes(s.dataset.status) ? s.dataset.status : null;"))
+    assert state == "done", _text(browser, "#form-errors")
+    assert _text(browser, "#upload-result") == "collection 'fruit-docs': 8 documents indexed"
+    collection = Collection.objects.get(name="fruit-docs")
+    assert (collection.status, collection.doc_count) == ("ready", 8)
+    assert Path(collection.index_path).is_dir()
+    _shot(browser, shots, "organiser-04-collection-indexed")
+
+    # 4. create a study; two crowd workers answer it through the worker pages (Prolific link)
+    browser.get(project_url)
     follow("Create a study")
-    assert Select(browser.find_element(By.ID, "id_topic_set")).first_selected_option.text == "apples"
-    browser.find_element(By.ID, "id_name").send_keys("Apples study")
+    assert Select(browser.find_element(By.ID, "id_topic_set")).first_selected_option.text == "fruit"
+    browser.find_element(By.ID, "id_name").send_keys("Fruit study")
     browser.find_element(By.ID, "id_consent_text").send_keys("You agree to take part.")
     browser.find_element(By.ID, "id_completion_code").send_keys("DONE-42")
+    for field, value in (("id_responses_per_statement", "2"), ("id_statements_per_worker", "2")):
+        browser.find_element(By.ID, field).clear()
+        browser.find_element(By.ID, field).send_keys(value)
     submit()
-    study = Study.objects.get(name="Apples study")
+    study = Study.objects.get(name="Fruit study")
     prolific = browser.find_element(By.ID, "link-prolific").get_attribute("value")
     assert prolific.endswith(f"/crowd/s/{study.slug}/?PROLIFIC_PID={{{{%PROLIFIC_PID%}}}}"
                              "&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}")
-
-    # upload a run
+    _shot(browser, shots, "organiser-05-study-links")
+    for n, (pid, answers) in enumerate(ANSWERS.items(), start=1):
+        # Prolific fills the placeholders; the second worker uses the same browser and
+        # takes the place of the first through the switch page
+        browser.get(prolific.replace("{{%PROLIFIC_PID%}}", pid).replace(
+            "{{%STUDY_ID%}}", "prolific-study").replace("{{%SESSION_ID%}}", f"session-{n}"))
+        if n > 1:
+            assert pid in browser.find_element(By.ID, "switch-message").text
+            _shot(browser, shots, "worker-switch")
+            _click_and_wait(browser, browser.find_element(By.ID, "switch"))
+        assert "You agree to take part." in browser.find_element(By.ID, "consent").text
+        if n == 1:
+            _shot(browser, shots, "worker-consent")
+        browser.find_element(By.ID, "id_agree").click()
+        _click_and_wait(browser, browser.find_element(By.ID, "start"))
+        for item in range(2):
+            statement = browser.find_element(By.ID, "statement").text
+            fruit = "apple" if "apples" in statement else "pear"
+            browser.find_element(By.ID, "query").send_keys(answers[fruit])
+            if n == 1 and item == 0:
+                _shot(browser, shots, "worker-item")
+            _click_and_wait(browser, browser.find_element(By.ID, "submit"))
+        assert browser.find_element(By.ID, "completion-code").text == "DONE-42"
+        if n == 1:
+            _shot(browser, shots, "worker-done")
+    variants = sorted(QueryVariant.objects.filter(topic__topic_set__name="fruit")
+                      .values_list("topic__topic_id", "normalised", "worker_id"))
+    assert variants == sorted((tid, a[FRUIT[tid]], pid) for pid, a in ANSWERS.items()
+                              for tid in FRUIT)
     browser.get(project_url)
-    follow("Upload a run")
-    run_file = tmp_path / "sys.run"
-    run_file.write_text(RUN)
-    browser.find_element(By.ID, "id_file").send_keys(str(run_file))
-    submit()
-    assert "run " in browser.find_element(By.CSS_SELECTOR, "ul.messages").text
+    stats = browser.find_element(By.ID, "project-stats")
+    assert dict(zip((e.text for e in stats.find_elements(By.TAG_NAME, "dt")),
+                    (e.text for e in stats.find_elements(By.TAG_NAME, "dd")))) == {
+        "Topics": "2", "Statements": "2", "Answers (with repeats)": "4",
+        "Unique variants": "4", "Workers": "2"}
 
-    # build a pool from the project page's form (selects); a worker's job is the service call
-    browser.find_element(By.CSS_SELECTOR, "details summary").click()
-    Select(browser.find_element(By.CSS_SELECTOR, "#pool-build select[name=sources]")).select_by_value("systems")
-    depth = browser.find_element(By.CSS_SELECTOR, "#pool-build input[name=depth]")
+    # 5. launch BM25 retrieval over the variants; the worker runs it
+    follow("Launch retrieval")
+    assert Select(browser.find_element(By.ID, "id_topic_set")).first_selected_option.text == "fruit"
+    Select(browser.find_element(By.ID, "id_collection")).select_by_visible_text("fruit-docs")
+    Select(browser.find_element(By.ID, "id_model")).select_by_visible_text("bm25")
+    Select(browser.find_element(By.ID, "id_source")).select_by_value("variants")
+    depth = browser.find_element(By.ID, "id_depth")
     depth.clear()
-    depth.send_keys("2")
-    _click_and_wait(browser, browser.find_element(By.ID, "pool-build-submit"))
-    pool = Pool.objects.get(topic_set__name="apples")
-    from pooling.services import pool_build
-    pool_build(pool.pk)
+    depth.send_keys("5")
+    _shot(browser, shots, "organiser-06-retrieval-form")
+    submit()
+    run = Run.objects.get(topic_set__name="fruit")
+    assert browser.current_url.endswith(f"/{run.pk}/"), browser.current_url
+    status = wait_until("the BM25 run", lambda: cell("project-runs", 5) in ("done", "failed")
+                        and cell("project-runs", 5), reload=project_url)
+    run.refresh_from_db()
+    assert status == "done", run.error
+    assert cell("project-runs", 6) == "4 / 4"
+    _shot(browser, shots, "organiser-07-run-done")
 
-    # create a judging task over it, with invited assessors
-    browser.get(project_url)
+    # 6. build a pool of the users' rankings from the project page's form; the worker builds it
+    browser.find_element(By.CSS_SELECTOR, "#pool-build").find_element(
+        By.XPATH, "./ancestor::details/summary").click()
+    form = browser.find_element(By.ID, "pool-build")
+    Select(form.find_element(By.NAME, "sources")).select_by_value("users")
+    Select(form.find_element(By.NAME, "collection")).select_by_visible_text("fruit-docs")
+    Select(form.find_element(By.NAME, "model")).select_by_visible_text("bm25")
+    form.find_element(By.NAME, "depth").clear()
+    form.find_element(By.NAME, "depth").send_keys("2")
+    form.find_element(By.NAME, "name").send_keys("fruit-pool")
+    _shot(browser, shots, "organiser-08-pool-form")
+    _click_and_wait(browser, browser.find_element(By.ID, "pool-build-submit"))
+    pool = Pool.objects.get(name="fruit-pool")
+    status = wait_until("the pool", lambda: cell("project-pools", 3) in ("done", "failed")
+                        and cell("project-pools", 3), reload=project_url)
+    pool.refresh_from_db()
+    assert status == "done", pool.error
+    _shot(browser, shots, "organiser-09-pool-done")
+
+    # 7. a judging task over the pool, judged by the organiser on the assessor's page
     follow("Create a judging task")
     Select(browser.find_element(By.ID, "id_pool")).select_by_value(str(pool.pk))
-    browser.find_element(By.ID, "id_name").send_keys("apples-judging")
+    browser.find_element(By.ID, "id_name").send_keys("fruit-judging")
     Select(browser.find_element(By.ID, "id_mode")).select_by_value("topic")
-    browser.find_element(By.ID, "id_assessors").send_keys("org\nalice")
+    browser.find_element(By.ID, "id_assessors").send_keys("org")
     submit()
-    assert "apples-judging" in browser.find_element(By.CSS_SELECTOR, "ul.messages").text
+    assert "fruit-judging" in browser.find_element(By.CSS_SELECTOR, "ul.messages").text
+    _shot(browser, shots, "organiser-10-judging-task")
+    task = JudgingTask.objects.get(name="fruit-judging")
+    # the task's page has no link to judge it: the Judging menu lists the tasks one may judge
+    follow("Judging")
+    _click_and_wait(browser, browser.find_element(By.CSS_SELECTOR, "a.judge-link"))
+    assert browser.current_url == base + "/judging/tasks/fruit-judging/"
+    pressed = {}
+    for n in range(2):
+        heading = browser.find_element(By.TAG_NAME, "h1").text
+        topic_id = heading.rsplit("topic ", 1)[1].strip()
+        docid = browser.find_element(By.CSS_SELECTOR, "#document p.muted").text.removeprefix("Document ").strip()
+        assert browser.find_element(By.ID, "doc-title").text == DOCS[docid][0]
+        assert (topic_id, docid) not in pressed
+        # keyboard: a grade's key, then n for next; relevant when the document is about the fruit
+        grade = 2 if docid.startswith(FRUIT[topic_id]) else 0
+        if n == 0:
+            _shot(browser, shots, "assessor-judging")
+        _keys_and_wait(browser, f"{grade}n")
+        pressed[(topic_id, docid)] = grade
+    labels = {(lab.topic_id, lab.docid): lab.grade for lab in Label.objects.filter(
+        judgment_set=task.judgment_set, current=True, withdrawn=False)}
+    assert labels == pressed
+    assert set(Label.objects.filter(judgment_set=task.judgment_set)
+               .values_list("assessor", flat=True)) == {"org"}
 
-    # the project page shows it all, and the exports download what is stored
+    # 8. the project page shows it all; the exports download what is stored
     browser.get(project_url)
-    assert "apples-judging" in browser.find_element(By.ID, "project-judging").text
-    _shot(browser, shots, "organiser-project")
-    pool_txt = browser.execute_script(
-        "return fetch(arguments[0]).then(r => r.text())",
-        browser.find_element(By.LINK_TEXT, "txt").get_attribute("href"))
-    assert [line.split()[:2] for line in pool_txt.splitlines()] == [
-        ["T1", "d1"], ["T1", "d2"], ["T2", "d1"], ["T2", "d2"]]
-    run_txt = browser.execute_script(
-        "return fetch(arguments[0]).then(r => r.text())",
-        browser.find_element(By.LINK_TEXT, "TREC run").get_attribute("href"))
-    assert len(run_txt.splitlines()) == 6
+    assert cell("project-judging", 4).startswith("2 / ")
+    _shot(browser, shots, "organiser-11-project")
+    run_txt = _fetch(browser, browser.find_element(By.LINK_TEXT, "TREC run").get_attribute("href"))
+    ranked: dict[str, list[str]] = {}
+    for line in run_txt.splitlines():
+        qid, q0, docid, rank, score, tag = line.split()
+        assert int(rank) == len(ranked.setdefault(qid, [])) + 1
+        ranked[qid].append(docid)
+    assert ranked == {qid: docids for qid, docids, _ in run_rankings(run)}
+    assert len(ranked) == 4
+    for qid, docids in ranked.items():
+        # BM25 puts a document about the query's fruit first, and nothing about neither
+        assert docids[0].startswith(FRUIT[qid.split(":")[0]]), (qid, docids)
+        assert not any(d.startswith("other") for d in docids), (qid, docids)
+    pool_txt = _fetch(browser, browser.find_element(By.LINK_TEXT, "txt").get_attribute("href"))
+    expected_pool = {(qid.split(":")[0], d) for qid, docids in ranked.items() for d in docids[:2]}
+    assert {tuple(line.split()[:2]) for line in pool_txt.splitlines()} == expected_pool
+    assert len(pool_txt.splitlines()) == len(expected_pool)
+    qrels_txt = _fetch(browser, browser.find_element(By.LINK_TEXT, "qrels").get_attribute("href"))
+    assert {(t, d): int(g) for t, _, d, g in map(str.split, qrels_txt.splitlines())} == labels
 
     # sortable tables: clicking a header sorts its rows
-    header = browser.find_element(By.CSS_SELECTOR, "#project-runs th button.sort")
-    header.click()
+    browser.find_element(By.CSS_SELECTOR, "#project-runs th button.sort").click()
     assert browser.find_element(By.CSS_SELECTOR, "#project-runs th").get_attribute("aria-sort") == "ascending"
 
     # the assessor's judging page at a phone's width
     browser.set_window_size(*PHONE)
-    browser.get(base + "/judging/tasks/apples-judging/")
+    browser.get(base + "/judging/tasks/fruit-judging/")
     assert _no_sideways_scroll(browser)
     _shot(browser, shots, "phone-judging")
-
 
 @pytest.mark.django_db(transaction=True)
 def test_worker_pages_on_a_phone(live_server, browser, shots):

@@ -7,7 +7,9 @@ Inputs are :class:`Contribution` objects, one ranked list each, from a person
 retrieval system (``source="system"``, ``weight`` = 1).  Document ids inside this
 module are non-negative integers whose numeric order equals the order of the
 document id strings; the caller maps strings to integers and back, so the house
-tie-break "(-score, docid)" is "(-score, integer id)" here.
+tie-break "(-score, docid)" is "(-score, integer id)" here.  (Or the caller passes
+ids in another order and a ``string_order`` that gives the pooled documents ids in
+string order: :func:`pool_compute`.)
 
 RBP weight of document ``d`` in a topic, over the top ``D`` of every ranking
 ``i`` with contribution weight ``w_i`` that ranks ``d`` at rank ``r_i(d)``::
@@ -46,12 +48,14 @@ that differ only by summation noise compare equal and fall back to docid order.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
 __all__ = [
     "Contribution",
+    "ID_TABLE_MAX",
+    "StringOrder",
     "TopicPool",
     "WEIGHT_BITS",
     "pool_compute",
@@ -66,9 +70,14 @@ WEIGHT_BITS = 40
 _SOURCES = ("user", "system")
 _STRATEGIES = ("depth", "rbp")
 _SCOPES = ("topic", "global")
-# Ids below this bound are grouped with an id-indexed scratch table (O(n), no
-# sort); larger ids fall back to np.unique (a sort).
-_TABLE_MAX = 1 << 25
+#: Ids below this bound are grouped with an id-indexed scratch table (O(n), no
+#: sort); larger ids fall back to np.unique (a sort).
+ID_TABLE_MAX = 1 << 25
+_TABLE_MAX = ID_TABLE_MAX
+
+# distinct docids of each topic -> ids in docid string order (pool_compute)
+StringOrder = Callable[[list[np.ndarray]], Iterable[np.ndarray]]
+
 
 @dataclass(frozen=True)
 class Contribution:
@@ -342,7 +351,10 @@ def _topic_pool(
     strategy: str = "rbp",
 ) -> TopicPool:
     """The topic's pool in priority order; with ``budget`` only its first ``budget`` entries."""
-    raw = _topic_arrays(topic_id, contribs, depth, p, scratch)
+    return _prioritised(_topic_arrays(topic_id, contribs, depth, p, scratch), strategy, budget)
+
+
+def _prioritised(raw: TopicPool, strategy: str, budget: int | None) -> TopicPool:
     if strategy == "depth":
         return _take(raw, _depth_order(raw)[:budget])
     return _sorted(raw, budget)
@@ -455,6 +467,7 @@ def pool_compute(
     p: float = 0.95,
     budget: int | None = None,
     budget_scope: str = "topic",
+    string_order: StringOrder | None = None,
 ) -> dict[str, TopicPool]:
     """Compute the pool of every topic that has contributions.
 
@@ -465,6 +478,15 @@ def pool_compute(
     per topic (``budget_scope="topic"``) or over all topics together
     (``budget_scope="global"``; ties across topics broken by topic id, then docid).
     Without a budget both strategies return the whole depth pool.
+
+    Contribution docids may be any non-negative ids when ``string_order`` is given:
+    a function that receives the distinct docids of every topic (one array per
+    topic, ascending topic_id) and returns, for each, ids whose numeric order is the
+    docid string order (same shapes).  Only the priority order needs it, so it is
+    called once, after the weights are summed, with the pooled documents alone (a
+    depth-1000 pool of 10.8M ranked entries holds 1.9M); the pools hold the ids it
+    returned.  The weights do not depend on which ids the rankings use: rankings
+    that only the ids tell apart in the canonical order add equal terms.
 
     Returns ``{topic_id: TopicPool}`` with topics in ascending ``topic_id``
     order; a topic whose documents all fall outside a global budget is present
@@ -479,13 +501,37 @@ def pool_compute(
         by_topic.setdefault(c.topic_id, []).append(c)
     scratch = _Scratch()
     topics = sorted(by_topic)
-    if budget is None or budget_scope == "topic":
+    if string_order is None and (budget is None or budget_scope == "topic"):
         return {t: _topic_pool(t, by_topic[t], depth, p, scratch, budget, strategy)
                 for t in topics}
     raw = {t: _topic_arrays(t, by_topic[t], depth, p, scratch) for t in topics}
+    if string_order is not None:
+        raw = _in_string_order(raw, string_order)
+    if budget is None or budget_scope == "topic":
+        return {t: _prioritised(raw[t], strategy, budget) for t in topics}
     if strategy == "depth":
         return _global_budget_depth(raw, budget)
     return _global_budget(raw, budget)
+
+
+def _in_string_order(raw: dict[str, TopicPool], string_order: StringOrder) -> dict[str, TopicPool]:
+    """The pools with their docids replaced by the ids ``string_order`` gives them."""
+    topics = list(raw)
+    ids = list(string_order([raw[t].docids for t in topics]))
+    if len(ids) != len(topics):
+        raise ValueError(f"string_order returned {len(ids)} arrays for {len(topics)} topics")
+    out = {}
+    for t, new in zip(topics, ids):
+        new = np.asarray(new)
+        old = raw[t]
+        if new.shape != old.docids.shape or (new.size and new.dtype.kind not in "iu"):
+            raise ValueError(f"string_order returned {new.shape} {new.dtype} ids for the "
+                             f"{old.docids.size} documents of topic {t}")
+        if new.size and new.min() < 0:
+            raise ValueError(f"string_order returned negative ids for topic {t}")
+        out[t] = TopicPool(t, new.astype(np.int64, copy=False), old.weights, old.min_rank,
+                           old.users, old.systems)
+    return out
 
 
 def _global_budget_depth(raw: dict[str, TopicPool], budget: int) -> dict[str, TopicPool]:

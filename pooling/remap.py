@@ -23,6 +23,16 @@ OrderRead = Callable[[np.ndarray], np.ndarray]  # distinct ids -> the same ids i
 StringsRead = Callable[[np.ndarray], dict]  # ids -> {id: docid string}
 
 
+def _ids(a) -> np.ndarray:
+    """``a`` as a 1-D integer array, keeping its integer dtype (ids are int32 on disk)."""
+    a = np.asarray(a)
+    if a.dtype.kind not in "iu":
+        if a.size:
+            raise TypeError(f"docid ids must be integers, not {a.dtype}")
+        a = a.astype(np.int64)
+    return a.reshape(-1)
+
+
 @dataclass(frozen=True)
 class DocidRemap:
     """Vocabulary ids <-> dense ids in docid string order.
@@ -47,7 +57,7 @@ class DocidRemap:
                     strings: StringsRead | None = None) -> "DocidRemap":
         """The remap of every id in ``arrays``; ``order`` sorts distinct ids by their
         strings, ``strings`` reads the strings when :meth:`strings` is first asked."""
-        arrays = [np.asarray(a, dtype=np.int64) for a in arrays]
+        arrays = [_ids(a) for a in arrays]  # int32 ids stay int32: no 8-byte copy of each
         arrays = [a for a in arrays if a.size]
         if not arrays:
             empty = np.zeros(0, np.int64)
@@ -62,7 +72,7 @@ class DocidRemap:
                 seen[a - lo] = True
             vocab = np.flatnonzero(seen) + lo
         else:
-            vocab = np.unique(np.concatenate(arrays))
+            vocab = np.unique(np.concatenate(arrays)).astype(np.int64, copy=False)
         vocab_of_dense = np.asarray(order(vocab), dtype=np.int64)
         if vocab_of_dense.shape != vocab.shape:
             raise ValueError("the docid order read returned a different number of ids")
@@ -86,14 +96,15 @@ class DocidRemap:
         return self._strings
 
     def to_dense(self, ids: np.ndarray) -> np.ndarray:
-        ids = np.asarray(ids, dtype=np.int64)
+        """The dense ids (int64) of vocabulary ids; raises ``ValueError`` for an id
+        outside the vocabulary."""
+        ids = _ids(ids)
         if not ids.size:
             return np.zeros(0, np.int64)
         if self.table is not None:
-            offset = ids - self.lo
-            if offset.min() < 0 or offset.max() >= self.table.size:
+            if int(ids.min()) < self.lo or int(ids.max()) >= self.lo + self.table.size:
                 raise ValueError("docid id outside the remapped vocabulary")
-            dense = self.table[offset]
+            dense = self.table[ids - self.lo]  # in the ids' own dtype: in range, checked
             if dense.min() < 0:
                 raise ValueError("docid id outside the remapped vocabulary")
             return dense

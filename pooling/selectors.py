@@ -202,7 +202,7 @@ def docid_remap(arrays: Iterable[np.ndarray]) -> DocidRemap:
     return DocidRemap.from_arrays(arrays, order=docid_order, strings=docid_strings)
 
 
-def ranking_contributions(
+def contribution_list(
     topic_set_name: str,
     sources: str,
     *,
@@ -214,15 +214,24 @@ def ranking_contributions(
 ):
     """The contributing rankings of a topic set (:func:`retrieval.selectors.ranking_records`:
     finished runs only, one ranking per variant of the one allowed model and collection) as
-    remapped contributions.
+    contributions whose docids are the vocabulary ids as stored (not in string order: give
+    :func:`pooling.pools.pool_compute` a ``string_order``, or use
+    :func:`ranking_contributions`).
 
-    Returns ``(records, contributions, remap)``: the retrieval records (labels, users;
-    read without their scores), the parallel :class:`pooling.pools.Contribution` list with
-    dense docids, and the remap.
+    Returns ``(records, contributions)``: the retrieval records (labels, users; read
+    without their scores) and the parallel :class:`pooling.pools.Contribution` list.
     A user contribution weighs its number of answers (``weight``: a variant typed by w
-    people counts w). With ``depth`` the contributions (and the remap) hold only each
-    ranking's top ``depth``; the records keep their whole rankings.
+    people counts w). With ``depth`` the contributions hold only each ranking's top
+    ``depth``; the records keep their whole rankings. ``on_topic(n)`` is called as the
+    n-th topic's rankings start to arrive.
     """
+    records = _contributing_records(topic_set_name, sources, model_name, collection_name,
+                                    topic_ids, on_topic)
+    return records, [_contribution(r, r.docids[:depth]) for r in records]
+
+
+def _contributing_records(topic_set_name, sources, model_name, collection_name, topic_ids,
+                          on_topic) -> list:
     if sources not in SOURCE_KINDS:
         raise ValueError(f"sources must be one of {sorted(SOURCE_KINDS)}, not {sources!r}")
     records = []
@@ -238,16 +247,40 @@ def ranking_contributions(
             if on_topic is not None:
                 on_topic(topics_seen)
         records.append(rec)
+    return records
+
+
+def _contribution(rec, docids: np.ndarray) -> pool_maths.Contribution:
+    return pool_maths.Contribution(
+        topic_id=rec.topic_id,
+        source=rec.source,
+        weight=int(rec.weight) if rec.source == "user" else 1,
+        docids=docids,
+    )
+
+
+def ranking_contributions(
+    topic_set_name: str,
+    sources: str,
+    *,
+    model_name: str | None = None,
+    collection_name: str | None = None,
+    topic_ids: Iterable[str] | None = None,
+    on_topic: Callable[[int], None] | None = None,
+    depth: int | None = None,
+):
+    """:func:`contribution_list` with the docids remapped to dense ids in docid string
+    order.
+
+    Returns ``(records, contributions, remap)``: the retrieval records, the parallel
+    contributions with dense docids, and the remap. With ``depth`` the contributions
+    (and the remap) hold only each ranking's top ``depth``; the records keep their whole
+    rankings.
+    """
+    records = _contributing_records(topic_set_name, sources, model_name, collection_name,
+                                    topic_ids, on_topic)
     remap = docid_remap(r.docids[:depth] for r in records)
-    contributions = [
-        pool_maths.Contribution(
-            topic_id=r.topic_id,
-            source=r.source,
-            weight=int(r.weight) if r.source == "user" else 1,
-            docids=remap.to_dense(r.docids[:depth]),
-        )
-        for r in records
-    ]
+    contributions = [_contribution(r, remap.to_dense(r.docids[:depth])) for r in records]
     return records, contributions, remap
 
 

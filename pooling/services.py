@@ -6,11 +6,14 @@ module moves data between them and the database.
 
 Document ids inside the mathematics are dense integers whose numeric order equals the
 docid *string* order, so integer tie-breaks there are the house tie-break (-score, docid).
-Vocabulary ids (retrieval's int32 ``Docid`` ids) are in insertion order, so they are
-remapped here before the mathematics runs and mapped back afterwards.
+Vocabulary ids (retrieval's int32 ``Docid`` ids) are in insertion order: a pool build sums
+the weights over them as stored and remaps only the pooled documents to string order for
+the tie-breaks (``string_order`` of :func:`pooling.pools.pool_compute`), then maps the
+pool back to vocabulary ids to store it.
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from pathlib import Path
@@ -40,7 +43,8 @@ from .selectors import (
     ID_DTYPE,
     SOURCE_KINDS,
     WEIGHT_DTYPE,
-    ranking_contributions,
+    contribution_list,
+    docid_remap,
 )
 
 log = logging.getLogger(__name__)
@@ -179,7 +183,7 @@ def pool_build(pool_id: int, *, progress: Callable[[float], None] | None = None,
                 last[0] = now
                 _progress_set(pool, 0.6 * min(1.0, seen / n_topics), progress)
 
-        _records, contributions, remap = ranking_contributions(
+        _records, contributions = contribution_list(
             pool.topic_set.name,
             pool.sources,
             model_name=pool.model.name if pool.model else None,
@@ -194,9 +198,10 @@ def pool_build(pool_id: int, *, progress: Callable[[float], None] | None = None,
         kwargs = dict(strategy=pool.strategy, depth=pool.depth, p=pool.p)
         if pool.budget is not None:
             kwargs.update(budget=pool.budget, budget_scope=pool.budget_scope)
-        built = pool_maths.pool_compute(contributions, **kwargs)
+        contributions, string_order, remaps = _string_order_plan(contributions)
+        built = pool_maths.pool_compute(contributions, string_order=string_order, **kwargs)
         _progress_set(pool, 0.8, progress)
-        rows = [_pool_topic_row(pool, tp, remap) for _, tp in sorted(built.items())]
+        rows = [_pool_topic_row(pool, tp, remaps[0]) for _, tp in sorted(built.items())]
         with transaction.atomic():
             status = (Pool.objects.select_for_update().filter(pk=pool.pk)
                       .values_list("status", flat=True).first())
@@ -226,6 +231,30 @@ def pool_build(pool_id: int, *, progress: Callable[[float], None] | None = None,
         progress(1.0)
     pool.refresh_from_db()
     return pool
+
+
+def _string_order_plan(contributions):
+    """``(contributions, string_order, remaps)`` for :func:`pooling.pools.pool_compute`.
+
+    The weights are summed over the vocabulary ids as stored and only the pooled
+    documents (a fifth of the ranked entries of a depth-1000 pool) are remapped to string
+    order, for the tie-breaks: ``string_order`` does it and leaves the remap in
+    ``remaps``. Ids beyond the pool maths' lookup table (a vocabulary of more than 32M
+    docids) would be grouped by sorting instead, so those rankings are remapped first.
+    """
+    remaps: list[DocidRemap] = []
+    biggest = max((int(c.docids.max()) for c in contributions if c.docids.size), default=0)
+    if biggest >= pool_maths.ID_TABLE_MAX:
+        remaps.append(docid_remap(c.docids for c in contributions))
+        dense = [dataclasses.replace(c, docids=remaps[0].to_dense(c.docids))
+                 for c in contributions]
+        return dense, None, remaps
+
+    def string_order(docids: list[np.ndarray]) -> list[np.ndarray]:
+        remaps.append(docid_remap(docids))
+        return [remaps[0].to_dense(d) for d in docids]
+
+    return contributions, string_order, remaps
 
 
 _COPY_FIELDS = ("pool", "topic_id", "size", "docids", "weights", "min_rank", "users", "systems")

@@ -248,3 +248,33 @@ def test_pools_list_topics_in_natural_order(db):
     natural = ["1", "9", "10", "UQV.2", "UQV.10"]
     assert list(selectors.pool_sizes(pool)) == natural
     assert [d.topic_id for d in selectors.pool_documents(pool)] == natural
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("sources", ["users", "combined"])
+@pytest.mark.parametrize("strategy, budget, scope", [
+    ("depth", None, "topic"), ("rbp", 2, "topic"), ("depth", 3, "global"), ("rbp", 3, "global")])
+def test_stored_pool_equals_the_pool_of_rankings_remapped_first(rankings_db, monkeypatch,
+                                                                 sources, strategy, budget, scope):
+    """A build sums the weights over the stored vocabulary ids and remaps only the pooled
+    documents to string order (or, with ids beyond the maths' lookup table, every ranking
+    first): either way the stored arrays are, byte for byte, those of the pool of the
+    rankings remapped beforehand."""
+    from pooling import pools as pool_maths
+
+    _, contribs, remap = selectors.ranking_contributions("ts", sources, depth=2)
+    params = dict(strategy=strategy, depth=2, p=0.8, budget=budget, budget_scope=scope)
+    expected = pool_maths.pool_compute(contribs, **params)
+    assert expected
+    for large_ids in (False, True):
+        if large_ids:
+            monkeypatch.setattr(pool_maths, "ID_TABLE_MAX", 0)
+        pool = build(sources=sources, **params)
+        assert pool.status == Pool.STATUS_DONE, pool.error
+        got = {t.topic_id: t for t in selectors.pool_topic_arrays(pool)}
+        assert sorted(got) == sorted(expected)
+        for t, tp in expected.items():
+            assert got[t].docids.tolist() == remap.to_vocab(tp.docids).tolist(), (large_ids, t)
+            for f in ("weights", "min_rank", "users", "systems"):
+                assert getattr(got[t], f).tobytes() == getattr(tp, f).astype(
+                    getattr(got[t], f).dtype).tobytes(), (large_ids, t, f)

@@ -2,11 +2,22 @@
 
 ``pooling_bench.py`` times the pool maths against decoding rankings already in memory.
 This bench times what an organiser waits for: the ``pool_build`` service (stream every
-stored ranking of a topic set from the database, remap docids to string order, build the
-pool, store it packed) against streaming the same stored rankings once
-(``retrieval.selectors.ranking_records``: docids and scores), in the same run, on the same
-data. A pool build reads the docids only, so the ratio to streaming the docids alone
-(``read_docids``) is reported beside it.
+stored ranking of a topic set from the database, build the pool, order its documents with
+the docid string order read from the database, store it packed) against streaming the
+same stored rankings once (``retrieval.selectors.ranking_records``: docids and scores), in
+the same run, on the same data. A pool build reads the docids only, so the ratio to
+streaming the docids alone (``read_docids``) is reported beside it.
+
+Every case is timed alike: one untimed warm-up each, then ``--repeat`` rounds that run
+every case once, the order rotating from round to round, so load that comes and goes
+falls on all of them; the built pools are deleted after each build, untimed. Reported
+per case: the median, min and max of the wall time; the CPU time of this Python process
+(``time.process_time``, all threads) plus that of its PostgreSQL backend (utime + stime
+from ``/proc/<pid>/stat``, the pid from ``pg_stat_activity``), which other load on the
+machine disturbs far less than wall time; and the ratios to reading once, each the
+median (min, max) over rounds of the ratio within a round. (The lease-renewal thread's
+own connection is not in the backend figure; none of these queries uses parallel
+workers, which would not be either.)
 
 Synthetic data shaped like UQV100 (default: 100 topics x 108 user rankings x depth 1000
 ≈ 10.8M ranked entries, Zipf-ish document popularity, seeded), stored exactly as the
@@ -16,8 +27,8 @@ retrieval app stores it (one row per ranking, packed int32 ids + float64 scores)
     .venv/bin/python bench/pooling_service_bench.py --reuse   # skip the ~4 min of storing
 
 Needs PostgreSQL on 127.0.0.1:5432; the scratch database (default ``qv_pool_bench``) is
-dropped and recreated on each run (kept afterwards for ``--reuse``). Writes
-``bench/out/pooling_service_bench.json``.
+dropped and recreated on each run (kept afterwards for ``--reuse``; drop it with
+``dropdb``). Writes ``bench/out/pooling_service_bench.json`` with every sample.
 """
 from __future__ import annotations
 
@@ -90,13 +101,68 @@ def _populate(topics: int, rankings: int, depth: int, vocab: int, seed: int) -> 
     return entries
 
 
-def _time(fn, repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _backend_pid() -> int:
+    """The PostgreSQL backend serving this process's connection, as pg_stat_activity
+    lists it."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pid FROM pg_stat_activity WHERE pid = pg_backend_pid()")
+        return int(cursor.fetchone()[0])
+
+
+def _proc_cpu(pid: int) -> float:
+    """User + system CPU seconds of a process so far (/proc/<pid>/stat utime + stime)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+def _measure(fn, backend: int) -> dict[str, float]:
+    """One call: wall seconds, CPU seconds of this Python process (all threads) and of
+    its PostgreSQL backend."""
+    db0, py0, t0 = _proc_cpu(backend), time.process_time(), time.perf_counter()
+    fn()
+    wall = time.perf_counter() - t0
+    py, db = time.process_time() - py0, _proc_cpu(backend) - db0
+    return {"wall": wall, "cpu_python": py, "cpu_db": db, "cpu": py + db}
+
+
+def _time_all(cases: dict, repeat: int, backend: int) -> dict[str, list[dict]]:
+    """Every case timed alike: one untimed warm-up each, then ``repeat`` rounds, each round
+    running every case once (the order rotating from round to round), so load that comes
+    and goes falls on all cases alike and each round gives paired ratios. ``cases`` maps
+    a name to ``(call, clean-up after it or None)``; clean-ups are not timed."""
+    names = list(cases)
+    samples: dict[str, list[dict]] = {k: [] for k in names}
+    for r in range(-1, repeat):
+        for k in names[r % len(names):] + names[: r % len(names)] if r >= 0 else names:
+            fn, cleanup = cases[k]
+            sample = _measure(fn, backend)
+            if cleanup is not None:
+                cleanup()
+            if r >= 0:
+                samples[k].append(sample)
+    return samples
+
+
+def _summary(samples: dict[str, list[dict]], base: str) -> dict[str, dict]:
+    """Per case: median, min and max of wall and CPU seconds, and the ratios to ``base``
+    (each the median over rounds of the ratio within one round)."""
+    out = {}
+    for k, runs in samples.items():
+        row = {}
+        for m in ("wall", "cpu_python", "cpu_db", "cpu"):
+            v = np.array([s[m] for s in runs])
+            row[m] = {"median": float(np.median(v)), "min": float(v.min()), "max": float(v.max())}
+        for m in ("wall", "cpu"):
+            ratios = np.array([s[m] / b[m] for s, b in zip(runs, samples[base])])
+            row[f"ratio_{m}"] = {"median": float(np.median(ratios)), "min": float(ratios.min()),
+                                 "max": float(ratios.max())}
+        out[k] = row
+    return out
 
 
 def main() -> None:
@@ -106,7 +172,11 @@ def main() -> None:
     ap.add_argument("--depth", type=int, default=1000)
     ap.add_argument("--vocab", type=int, default=20000, help="documents per topic")
     ap.add_argument("--seed", type=int, default=20261122)
-    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=5, help="timed rounds after the warm-up")
+    ap.add_argument("--depths", type=int, nargs="+", default=[10, 100, 1000],
+                    help="pool depths to build (depth strategy)")
+    ap.add_argument("--no-rbp", dest="rbp", action="store_false",
+                    help="skip the RBP pool (budget 100 per topic, deepest depth)")
     ap.add_argument("--database", default="qv_pool_bench")
     ap.add_argument("--reuse", action="store_true",
                     help="time the rankings a previous run stored (its scale, not the flags')")
@@ -150,27 +220,50 @@ def main() -> None:
             n += rec.docids.size
         return n
 
-    results = {"read_once": _time(read_once, a.repeat), "read_docids": _time(read_docids, a.repeat)}
-    cases = [("depth", 10, None), ("depth", 100, None), ("depth", 1000, None),
-             ("rbp", 1000, 100)]
-    for strategy, depth, budget in cases:
-        def build(strategy=strategy, depth=depth, budget=budget):
+    from pooling.models import Pool
+
+    def build_case(strategy, depth, budget):
+        def build():
             pool = services.pool_create(topic_set_name="bench", sources="users",
                                         depth=depth, strategy=strategy, budget=budget)
-            services.pool_build(pool.id)
-        key = f"{strategy}_D{depth}" + (f"_J{budget}" if budget else "")
-        results[key] = _time(build, a.repeat)
+            built = services.pool_build(pool.id)
+            if built.status != Pool.STATUS_DONE:
+                raise SystemExit(f"pool {pool.id} was not built: {built.status} {built.error}")
+        return build
 
-    print(f"\n{'step':<28}{'seconds':>9}{'÷ read once':>13}{'÷ read docids':>15}")
-    for key, sec in results.items():
-        print(f"{key:<28}{sec:>9.2f}{sec / results['read_once']:>13.2f}"
-              f"{sec / results['read_docids']:>15.2f}")
+    def drop_pools():  # untimed: every build stores into the same, empty, pool tables
+        Pool.objects.filter(topic_set__name="bench").delete()
+
+    cases = {"read_once": (read_once, None), "read_docids": (read_docids, None)}
+    for strategy, depth, budget in [("depth", d, None) for d in a.depths] + \
+            ([("rbp", max(a.depths), 100)] if a.rbp else []):
+        key = f"{strategy}_D{depth}" + (f"_J{budget}" if budget else "")
+        cases[key] = (build_case(strategy, depth, budget), drop_pools)
+    drop_pools()
+    backend = _backend_pid()
+    samples = _time_all(cases, a.repeat, backend)
+    summary = _summary(samples, "read_once")
+    docids_ratio = {k: float(np.median([s["cpu"] / b["cpu"] for s, b in
+                                        zip(runs, samples["read_docids"])]))
+                    for k, runs in samples.items()}
+
+    def span(d):
+        return f"{d['median']:.2f} ({d['min']:.2f}-{d['max']:.2f})"
+
+    print(f"\nmedian (min-max) of {a.repeat} rounds after one warm-up; CPU = this process + "
+          f"its PostgreSQL backend (/proc/{backend}/stat)")
+    print(f"{'case':<16}{'wall s':>18}{'CPU s (py+db)':>22}{'÷ read once, wall':>22}"
+          f"{'÷ read once, CPU':>22}{'÷ docids, CPU':>15}")
+    for k, row in summary.items():
+        cpu = f"{row['cpu']['median']:.2f} ({row['cpu_python']['median']:.2f}+" \
+              f"{row['cpu_db']['median']:.2f})"
+        print(f"{k:<16}{span(row['wall']):>18}{cpu:>22}{span(row['ratio_wall']):>22}"
+              f"{span(row['ratio_cpu']):>22}{docids_ratio[k]:>15.2f}")
     out = ROOT / "bench" / "out"
     out.mkdir(parents=True, exist_ok=True)
-    payload = {"args": vars(a), "entries": entries, "seconds": results,
-               "ratio_to_read_once": {k: v / results["read_once"] for k, v in results.items()},
-               "ratio_to_read_docids": {k: v / results["read_docids"]
-                                        for k, v in results.items()}}
+    payload = {"args": vars(a), "entries": entries, "backend_pid": backend,
+               "load_average": os.getloadavg(), "summary": summary,
+               "ratio_cpu_to_read_docids": docids_ratio, "samples": samples}
     (out / "pooling_service_bench.json").write_text(json.dumps(payload, indent=2))
     print(f"\nwrote {out / 'pooling_service_bench.json'} (target: build_pool ≤ 3× read once)")
 

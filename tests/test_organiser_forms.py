@@ -276,6 +276,11 @@ def test_collection_upload_is_always_a_task_that_builds_an_index(staff, settings
     assert row.status == "done", row.error
     assert Collection.objects.get(name="tiny").doc_count == 2
     assert "ready" in row.note
+    # the finished upload leads on to retrieval over the new collection
+    done_page = staff.get(reverse("crowd:organiser_upload_status", args=[row.pk])).content.decode()
+    launch = reverse("crowd:organiser_retrieval_launch") + "?collection=tiny"
+    assert f'href="{launch}"' in done_page
+    assert '<option value="tiny" selected>' in staff.get(launch).content.decode()
 
     post("broken", [("a", "alpha"), ("e", "  ")])
     bad = upload_run(Upload.objects.get(filename="broken.jsonl").pk)

@@ -202,6 +202,7 @@ def test_pages(cacm, topics, admin_client, django_capture_on_commit_callbacks):
     assert "cacm" in page and "0/4" in page and "queued" in page
     detail = admin_client.get(f"/retrieval/runs/{run.id}/").content.decode()
     assert "pending" in detail
+    assert '<meta http-equiv="refresh"' in detail  # a queued run's page reloads itself
     doc = admin_client.get("/retrieval/collections/cacm/docs/1/").content.decode()
     assert "Preliminary Report-International Algebraic Language" in doc
     assert admin_client.get("/retrieval/collections/cacm/docs/nope/").status_code == 404

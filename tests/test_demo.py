@@ -38,15 +38,6 @@ def test_demo_from_a_missing_folder_names_from(tmp_path):
         call_command("demo", "--from", str(tmp_path), stdout=io.StringIO())
 
 
-def test_demo_without_from_or_ir_datasets_names_from():
-    import importlib.util
-
-    if importlib.util.find_spec("ir_datasets") is not None:
-        pytest.skip("ir_datasets is installed (it would try to download CACM)")
-    with pytest.raises(CommandError, match="--from DIR"):
-        call_command("demo", stdout=io.StringIO())
-
-
 @pytest.fixture
 def broker(celery_on_redis, settings, tmp_path):
     """The app on Redis with a queue of its own: the demo starts its worker there."""

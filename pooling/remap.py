@@ -22,15 +22,24 @@ LOOKUP_MAX_SPAN = 1 << 26  # id spans up to this use a lookup table (8 bytes per
 OrderRead = Callable[[np.ndarray], np.ndarray]  # distinct ids -> the same ids in string order
 StringsRead = Callable[[np.ndarray], dict]  # ids -> {id: docid string}
 
+_INT32_MIN, _INT32_MAX = int(np.iinfo(np.int32).min), int(np.iinfo(np.int32).max)
+
 
 def _ids(a) -> np.ndarray:
-    """``a`` as a 1-D integer array, keeping its integer dtype (ids are int32 on disk)."""
+    """``a`` as a 1-D int32 or int64 array (ids are int32 on disk: no 8-byte copy)."""
     a = np.asarray(a)
-    if a.dtype.kind not in "iu":
-        if a.size:
-            raise TypeError(f"docid ids must be integers, not {a.dtype}")
-        a = a.astype(np.int64)
+    if a.dtype.kind not in "iu" and a.size:
+        raise TypeError(f"docid ids must be integers, not {a.dtype}")
+    if a.dtype != np.int32:
+        a = a.astype(np.int64, copy=False)
     return a.reshape(-1)
+
+
+def _offsets(a: np.ndarray, lo: int) -> np.ndarray:
+    """``a - lo``, in int32 when ``lo`` fits it (the caller knows the result does)."""
+    if a.dtype == np.int32 and not _INT32_MIN <= lo <= _INT32_MAX:
+        a = a.astype(np.int64)
+    return a - a.dtype.type(lo)
 
 
 @dataclass(frozen=True)
@@ -69,7 +78,7 @@ class DocidRemap:
         if use_table:  # distinct ids by marking them: no sort of every ranked entry
             seen = np.zeros(span, dtype=bool)
             for a in arrays:
-                seen[a - lo] = True
+                seen[_offsets(a, lo)] = True
             vocab = np.flatnonzero(seen) + lo
         else:
             vocab = np.unique(np.concatenate(arrays)).astype(np.int64, copy=False)
@@ -104,7 +113,7 @@ class DocidRemap:
         if self.table is not None:
             if int(ids.min()) < self.lo or int(ids.max()) >= self.lo + self.table.size:
                 raise ValueError("docid id outside the remapped vocabulary")
-            dense = self.table[ids - self.lo]  # in the ids' own dtype: in range, checked
+            dense = self.table[_offsets(ids, self.lo)]
             if dense.min() < 0:
                 raise ValueError("docid id outside the remapped vocabulary")
             return dense

@@ -76,3 +76,35 @@ def test_pool_arrays_are_stored_uncompressed_on_postgresql():
             "('docids', 'weights', 'min_rank', 'users', 'systems')")
         assert dict(cursor.fetchall()) == dict.fromkeys(
             ["docids", "weights", "min_rank", "users", "systems"], "e")
+
+
+@pytest.mark.parametrize("lookup_max_span", [remap_module.LOOKUP_MAX_SPAN, 0])
+def test_stored_int32_ids_and_int64_ids_remap_alike(monkeypatch, lookup_max_span):
+    """Ids as stored (little-endian int32) are remapped without an 8-byte copy, to the
+    same dense ids as int64 ids, also when other arrays reach beyond int32."""
+    from pooling.remap import DocidRemap
+
+    monkeypatch.setattr(remap_module, "LOOKUP_MAX_SPAN", lookup_max_span)
+    names = {5: "e", 7: "a", 9: "c", 12: "b", 40: "d"}
+
+    def order(ids):  # distinct ids -> in the order of their strings
+        return np.array(sorted(ids.tolist(), key=names.__getitem__), dtype=np.int64)
+
+    stored = np.frombuffer(np.array([9, 5, 40], dtype="<i4").tobytes(), dtype="<i4")
+    other = np.array([12, 7], dtype=np.int64)
+    remap = DocidRemap.from_arrays([stored, other], order=order)
+    assert remap.vocab_of_dense.tolist() == [7, 12, 9, 40, 5]  # a b c d e
+    for ids in (stored, stored.astype(np.int64), stored.astype(np.uint16)):
+        assert remap.to_dense(ids).tolist() == [2, 4, 3]
+        assert remap.to_dense(ids).dtype == np.int64
+    with pytest.raises(ValueError, match="outside the remapped vocabulary"):
+        remap.to_dense(np.array([6], dtype="<i4"))
+    with pytest.raises(TypeError, match="must be integers"):
+        remap.to_dense(np.array([5.0]))
+
+    # with an int64 id far below int32 the int32 ids still map (by binary search)
+    far = DocidRemap.from_arrays([stored, np.array([-(2**40)], dtype=np.int64)],
+                                 order=lambda ids: ids)
+    assert far.to_dense(stored).tolist() == [2, 1, 3]
+    with pytest.raises(ValueError, match="outside the remapped vocabulary"):
+        far.to_dense(np.array([6], dtype="<i4"))

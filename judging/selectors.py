@@ -160,21 +160,20 @@ def task_progress(task: JudgingTask, topic_id: str | None = None, *,
     slots, which the services keep in the transaction that moves a slot into or out of
     ``done``; live leases are read from the index of leased slots (at most the
     assessors' batches)."""
-    from .models import TaskTopic
+    from . import sql
 
     now = now or timezone.now()
-    leased_q = JudgingSlot.objects.filter(task=task, state=JudgingSlot.LEASED,
-                                          lease_expires__gt=now)
-    topics_q = TaskTopic.objects.filter(task=task)
-    if topic_id is not None:
-        leased_q, topics_q = leased_q.filter(topic_id=topic_id), topics_q.filter(
-            topic_id=topic_id)
-    leased = dict(leased_q.order_by().values("topic_id").annotate(n=Count("id"))
-                  .values_list("topic_id", "n"))
+    one = " AND topic_id = %s" if topic_id is not None else ""
+    extra = [topic_id] if topic_id is not None else []
+    leased = dict(sql.rows(
+        f"SELECT topic_id, COUNT(*) FROM {sql.SLOT} WHERE task_id = %s AND state = %s "
+        f"AND lease_expires > %s{one} GROUP BY topic_id",
+        [task.pk, JudgingSlot.LEASED, sql.db_time(now), *extra]))
+    rows = sql.rows(f"SELECT topic_id, size, slots_done FROM {sql.TOPIC} WHERE task_id = %s"
+                    f"{one} ORDER BY topic_id", [task.pk, *extra])
     topics = {}
     total = {"items": 0, "slots": 0, "done": 0, "leased": 0, "remaining": 0}
-    for t, size, done in topics_q.order_by("topic_id").values_list("topic_id", "size",
-                                                                    "slots_done"):
+    for t, size, done in rows:
         slots = size * task.redundancy
         entry = {"items": size, "slots": slots, "done": done, "leased": leased.get(t, 0),
                  "remaining": slots - done - leased.get(t, 0)}
@@ -189,28 +188,24 @@ def assessor_progress(task: JudgingTask, assessor: str, *, now: datetime | None 
     assessor: their current topic, slots done and live leases over the task and within
     that topic, and the item of their latest judgment that counts (None: none). One
     query, over the assessor's own slots."""
-    from django.db.models import OuterRef, Subquery
-
-    from .models import TaskTopic
+    from . import sql
 
     now = now or timezone.now()
-    mine = JudgingSlot.objects.filter(task_id=task.pk, assessor=assessor).order_by()
-
-    def count(**kw):
-        return Subquery(mine.filter(**kw).values("assessor").annotate(n=Count("id"))
-                        .values("n"))
-
-    row = TaskAssessor.objects.filter(task=task, assessor=assessor).annotate(
-        done=count(state=JudgingSlot.DONE),
-        leased=count(state=JudgingSlot.LEASED, lease_expires__gt=now),
-        topic_done=count(state=JudgingSlot.DONE, topic_id=OuterRef("topic_id")),
-        topic_items=Subquery(TaskTopic.objects.filter(
-            task_id=task.pk, topic_id=OuterRef("topic_id")).values("size")[:1]),
-        last_item=Subquery(Label.objects.filter(
-            judgment_set_id=task.judgment_set_id, assessor=assessor, current=True,
-            item__isnull=False).order_by("-id").values("item_id")[:1]),
-    ).values_list("topic_id", "done", "leased", "topic_done", "topic_items",
-                  "last_item").first()
+    mine = f"SELECT COUNT(*) FROM {sql.SLOT} s WHERE s.task_id = a.task_id AND s.assessor = %s"
+    found = sql.rows(
+        f"SELECT a.topic_id, ({mine} AND s.state = %s), "
+        f"({mine} AND s.state = %s AND s.lease_expires > %s), "
+        f"({mine} AND s.state = %s AND s.topic_id = a.topic_id), "
+        f"(SELECT t.size FROM {sql.TOPIC} t WHERE t.task_id = a.task_id "
+        f" AND t.topic_id = a.topic_id), "
+        f"(SELECT l.item_id FROM {sql.LABEL} l WHERE l.judgment_set_id = %s "
+        f" AND l.assessor = %s AND l.current = %s AND l.item_id IS NOT NULL "
+        f" ORDER BY l.id DESC LIMIT 1) "
+        f"FROM {sql.ASSESSOR} a WHERE a.task_id = %s AND a.assessor = %s",
+        [assessor, JudgingSlot.DONE, assessor, JudgingSlot.LEASED, sql.db_time(now),
+         assessor, JudgingSlot.DONE, task.judgment_set_id, assessor, True, task.pk,
+         assessor])
+    row = found[0] if found else None
     topic, done, leased, topic_done, topic_items, last = row or ("", 0, 0, 0, 0, None)
     return {"topic": topic, "done": done or 0, "leased": leased or 0,
             "topic_done": (topic_done or 0) if topic else 0,

@@ -24,6 +24,10 @@ free, so two assessors never get the same slot; one assessor's requests are seri
 locking their :class:`~judging.models.TaskAssessor` row. An expired lease is forgotten:
 its slot returns to the queue and may go to anyone, the same assessor included (they
 never judged it).
+
+Progress is read without scanning slots: each topic's count of done slots
+(``TaskTopic.slots_done``) changes only here, in the transaction that moves a slot into
+``done`` (a first submit) or out of it (an undo), so it always equals a recount.
 """
 from __future__ import annotations
 

@@ -60,6 +60,8 @@ def parse_args(argv=None):
     p.add_argument("--database", default="qv_bench")
     p.add_argument("--pg", default="postgres://postgres@127.0.0.1:5432",
                    help="PostgreSQL server (loopback only)")
+    p.add_argument("--database-options", default="",
+                   help="query string added to DATABASE_URL (e.g. prepare_threshold=5)")
     p.add_argument("--broker", default="redis://127.0.0.1:6379/13")
     p.add_argument("--think-ms", type=float, nargs=2, default=[0, 0], metavar=("MIN", "MAX"),
                    help="pause between reading an item and answering it")
@@ -300,7 +302,8 @@ def main(argv=None) -> int:
     deadline = started + args.time_limit
     env = dict(os.environ)
     env.update(
-        DATABASE_URL=f"{args.pg}/{args.database}", CELERY_BROKER_URL=args.broker,
+        DATABASE_URL=f"{args.pg}/{args.database}" + (f"?{args.database_options}" if args.database_options else ""),
+        CELERY_BROKER_URL=args.broker,
         DEBUG="0", HTTPS="0", SECRET_KEY=secrets.token_urlsafe(32), ALLOWED_HOSTS=HOST,
         LOG_LEVEL="WARNING",
         DJANGO_SETTINGS_MODULE="config.settings",

@@ -18,6 +18,7 @@ from django.views.decorators.http import require_http_methods
 from crowd import quality, selectors, services
 from crowd.forms import AnswerForm, ConsentForm
 from crowd.models import Assignment, Participant, Study, TopicSet
+from crowd.services.studies import item_page_show
 from crowd.spreadsheet import spreadsheet_row
 
 staff_required = user_passes_test(lambda u: u.is_active and u.is_staff)
@@ -136,13 +137,16 @@ def study_consent(request, slug):
     p = _participant(request, slug)
     if p.status != Participant.STATUS_ARRIVED:
         return redirect("crowd:study_next", slug=slug)
-    form = ConsentForm(request.POST or None)
-    if request.method == "POST" and form.is_valid():
+    form = ConsentForm(request.POST if request.method == "POST" else None)
+    if form.is_bound and form.is_valid():
         p = services.participant_consent(participant=p)
         if p.status == Participant.STATUS_ACTIVE:  # items are numbered from 1
             return redirect(_item_url(slug, 1))
         return redirect("crowd:study_next", slug=slug)
-    return render(request, "crowd/consent.html", {"study": p.study, "form": form})
+    return render(request, "crowd/consent.html", {
+        "study": p.study, "agree_label": form.fields["agree"].label,
+        "agree_errors": form.errors.get("agree", ()) if form.is_bound else (),
+    })
 
 
 def _item_url(slug, position):
@@ -155,16 +159,18 @@ def _item_url(slug, position):
 def study_item(request, slug, position):
     """One item per page. POST is idempotent: a repeat never adds a second answer.
 
-    The hot path of a study: a GET reads the worker's items in one query (and starts the
-    item's clock); a POST is one service call that checks the browser's token under the
-    worker's row lock. Neither touches a session row.
+    The hot path of a study: a GET reads the worker's items and starts the item's clock in
+    one statement (two on SQLite); a POST is one service call that checks the browser's token under the
+    worker's row lock. Neither touches a session row, and neither builds a Django form
+    unless an answer is refused (the page writes the fields itself: ``crowd/item.html``).
     """
     held = _held(request, slug)
     if held is None:
         raise Http404("No study in progress in this browser.")
     if request.method == "POST":
         return _study_item_post(request, slug, position, held)
-    page = selectors.participant_item_page(slug=slug, participant_id=held[0], token=held[1])
+    # the page, and the item's clock started when this is its first showing
+    page = item_page_show(slug=slug, participant_id=held[0], token=held[1], position=position)
     if page is None:  # not consented, nothing to do, or not this browser's worker
         p = _participant(request, slug)
         return redirect("crowd:study_next" if p.status == Participant.STATUS_ARRIVED
@@ -177,16 +183,20 @@ def study_item(request, slug, position):
     first_open = next((row.position for row in page.items if not row.answered), None)
     if current.position != first_open:  # answered, or not yet its turn
         return redirect(_item_url(slug, first_open))
-    if current.shown is None:
-        services.assignment_mark_shown(current.assignment_id)
-    form = AnswerForm(question=page.study.question_text, choices=page.study.question_choice_list())
-    return _render_item(request, page, form, current)
+    return _render_item(request, page, current)
 
 
-def _render_item(request, page, form, current):
+def _render_item(request, page, current, *, values=None, errors=None):
+    """The item page; ``values``/``errors``: what the worker posted and why it was refused
+    (field name -> value, field name -> messages)."""
+    values, errors = values or {}, errors or {}
     return render(request, "crowd/item.html", {
-        "study": page.study, "form": form, "item": current,
+        "study": page.study, "item": current,
         "number": page.items.index(current) + 1, "total": len(page.items),
+        "choices": page.study.question_choice_list(),
+        "query": values.get("query", ""), "estimate": values.get("estimate", ""),
+        "query_errors": errors.get("query", ()), "estimate_errors": errors.get("estimate", ()),
+        "non_field_errors": errors.get("__all__", ()),
     })
 
 
@@ -202,7 +212,7 @@ def _study_item_post(request, slug, position, held):
         return redirect("crowd:study_next", slug=slug)
     if result.accepted or result.duplicate or result.out_of_order:
         return redirect(_item_url(slug, result.next_position))
-    # refused: show the same item again with the reasons
+    # refused: show the same item again with the reasons (the form's own checks first)
     page = selectors.participant_item_page(slug=slug, participant_id=held[0], token=held[1])
     study = page.study
     form = AnswerForm(request.POST, question=study.question_text,
@@ -214,7 +224,8 @@ def _study_item_post(request, slug, position, held):
         elif "estimate" in form.fields and not form.errors.get("estimate"):
             form.add_error("estimate", quality.MESSAGES[code])
     current = next(row for row in page.items if row.position == position)
-    return _render_item(request, page, form, current)
+    values = {name: form[name].value() or "" for name in form.fields}
+    return _render_item(request, page, current, values=values, errors=form.errors)
 
 
 @require_http_methods(["GET"])

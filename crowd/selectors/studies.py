@@ -5,26 +5,50 @@ import statistics
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.db.models import Count, Q
-from django.shortcuts import get_object_or_404
+from django.db.models import Count, Exists, OuterRef, Q
+from django.http import Http404
 from django.utils import timezone
 
-from crowd.compiled import as_datetime, compiled_query
+from crowd.compiled import Compiled, as_datetime, compile_query, compiled_query, fetch
 from crowd.models import Assignment, Participant, Response, Study, StudyItem
 from crowd.naturalsort import natural_key
 from crowd.normalise import normalise_query
 
+_STUDY_FIELDS = [f.attname for f in Study._meta.concrete_fields]
+_PARTICIPANT_FIELDS = [f.attname for f in Participant._meta.concrete_fields]
+
+
+def _study_by_slug_query(slug):
+    return Study.objects.filter(slug=slug).order_by().values_list(*_STUDY_FIELDS)
+
+
 def study_get_by_slug(slug: str) -> Study:
-    """The study behind a public entry URL, or 404."""
-    return get_object_or_404(Study, slug=slug)
+    """The study behind a public entry URL, or 404 (one compiled, prepared query)."""
+    rows = compiled_query("study_get_by_slug", _study_by_slug_query, (slug,), ("\x01slug",))
+    if not rows:
+        raise Http404("No study at this address.")
+    return Study.from_db("default", _STUDY_FIELDS, rows[0])
+
+
+def _session_query(participant_id, token, slug):
+    return (
+        Participant.objects.filter(pk=participant_id, session_token=token, study__slug=slug)
+        .order_by()
+        .values_list(*_PARTICIPANT_FIELDS, *(f"study__{f}" for f in _STUDY_FIELDS))
+    )
 
 
 def participant_get_for_session(*, slug: str, participant_id, token: str) -> Participant:
-    """The participant this browser session holds, or 404 (never another worker's)."""
-    return get_object_or_404(
-        Participant.objects.select_related("study"),
-        pk=participant_id, study__slug=slug, session_token=token,
-    )
+    """The participant this browser session holds, with its study, or 404 (never another
+    worker's). One compiled, prepared query."""
+    rows = compiled_query("participant_get_for_session", _session_query,
+                          (int(participant_id), token, slug), (-7301, "\x01token", "\x01slug"))
+    if not rows:
+        raise Http404("No study in progress in this browser.")
+    n = len(_PARTICIPANT_FIELDS)
+    p = Participant.from_db("default", _PARTICIPANT_FIELDS, rows[0][:n])
+    p.study = Study.from_db("default", _STUDY_FIELDS, rows[0][n:])
+    return p
 
 
 @dataclass(frozen=True)
@@ -54,39 +78,60 @@ _PAGE_STUDY_FIELDS = ("id", "slug", "name", "title", "instructions", "question_t
                       "question_choices", "max_query_chars")
 
 
+def _answered():
+    # In the select list, not a join: PostgreSQL then probes the response's key once per
+    # item of the worker, instead of possibly hashing every response of every study.
+    return Exists(Response.objects.filter(assignment_id=OuterRef("pk")))
+
+
 def _item_page_query(participant_id, token, slug):
     return (
         Assignment.objects.filter(participant_id=participant_id, participant__session_token=token,
                                   participant__study__slug=slug)
+        .annotate(answered=_answered())
         .order_by("position")
         .values_list("id", "position", "item__kind", "item__prompt", "item__statement__text",
-                     "shown", "response__assignment_id", "participant__status",
+                     "shown", "answered", "participant__status",
                      *(f"participant__study__{f}" for f in _PAGE_STUDY_FIELDS))
     )
+
+
+def item_page_query() -> Compiled:
+    """The compiled item-page query; parameters (participant id, token, slug)."""
+    return compile_query("participant_item_page", _item_page_query, (-7301, "\x01token", "\x01slug"))
+
+
+def item_page_from_rows(participant_id, rows, shown=None) -> ItemPage | None:
+    """The ItemPage of the item-page query's rows; ``shown``: clocks started by this
+    request (assignment id -> time), which the rows (read before) do not show."""
+    if not rows:
+        return None
+    shown = shown or {}
+    study = Study(**dict(zip(_PAGE_STUDY_FIELDS, rows[0][8:16])))
+    items = [ItemRow(assignment_id=r[0], position=r[1], kind=r[2], text=r[3] or r[4] or "",
+                     shown=shown.get(r[0]) or as_datetime(r[5]), answered=bool(r[6]))
+             for r in rows]
+    return ItemPage(participant_id=int(participant_id), status=rows[0][7], study=study, items=items)
 
 
 def participant_item_page(*, slug: str, participant_id, token: str) -> ItemPage | None:
     """The item page of the participant this browser holds, in one query of plain values
     (the hot path of a study: compiled once, no model instances per item); None when the
     participant has no items yet or the token does not match."""
-    rows = compiled_query("participant_item_page", _item_page_query,
-                          (int(participant_id), token, slug), (-7301, "\x01token", "\x01slug"))
-    if not rows:
-        return None
-    study = Study(**dict(zip(_PAGE_STUDY_FIELDS, rows[0][8:])))
-    items = [ItemRow(assignment_id=r[0], position=r[1], kind=r[2], text=r[3] or r[4] or "",
-                     shown=as_datetime(r[5]), answered=r[6] is not None) for r in rows]
-    return ItemPage(participant_id=int(participant_id), status=rows[0][7], study=study, items=items)
+    q = item_page_query()
+    rows = q.convert(fetch(q.sql, q.bind((int(participant_id), token, slug))))
+    return item_page_from_rows(participant_id, rows)
+
+
+def _positions_query(participant_id):
+    return (Assignment.objects.filter(participant_id=participant_id).annotate(answered=_answered())
+            .order_by("position").values_list("position", "answered"))
 
 
 def participant_next_position(participant: Participant) -> int | None:
     """Position of the first unanswered item, or None when all are answered."""
-    return (
-        Assignment.objects.filter(participant=participant, response__isnull=True)
-        .order_by("position")
-        .values_list("position", flat=True)
-        .first()
-    )
+    rows = compiled_query("participant_next_position", _positions_query, (participant.pk,), (-7301,))
+    return next((position for position, answered in rows if not answered), None)
 
 
 def study_item_load(study: Study, *, now=None) -> dict[str, int]:

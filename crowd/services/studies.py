@@ -6,14 +6,19 @@ from __future__ import annotations
 
 import secrets
 from collections import namedtuple
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import timedelta
 
-from django.db import IntegrityError, transaction
+from django.db import connections, transaction
+from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
 from crowd import quality
 from crowd.assignment import choose_statements, order_items
-from crowd.compiled import as_datetime, compiled_query
+from crowd.compiled import (
+    as_datetime, compiled_query, db_value, execute, fetch, for_update, from_row, insert_params,
+    insert_sql,
+)
 from crowd.models import (
     MTURK_SUBMIT_HOSTS,
     Assignment,
@@ -26,7 +31,7 @@ from crowd.models import (
     TopicSet,
 )
 from crowd.normalise import normalise_query
-from crowd.selectors.studies import study_item_load
+from crowd.selectors.studies import ItemPage, item_page_from_rows, item_page_query
 from crowd.services.topics import spell_checked, topic_vocabularies
 
 class StudyError(Exception):
@@ -106,22 +111,25 @@ def participant_arrive(*, study: Study, platform: str, worker_id: str, session_t
         raise StudyError("This worker id is not valid; please open the study from your "
                          "recruitment platform's study page.")
     _check_external_study(study, platform, external_study_id.strip())
-    existing = Participant.objects.filter(study=study, worker_id=worker_id).first()
+    existing = None
+    if study.is_open:
+        # One statement: the new participant, or nothing when the worker is already here
+        # (also when the same worker arrives twice at once: the unique key decides).
+        row = {"study_id": study.pk, "platform": platform, "worker_id": worker_id,
+               "external_study_id": external_study_id[:200],
+               "external_session_id": external_session_id[:200],
+               "submit_to": _mturk_submit_to(submit_to) if platform == Participant.PLATFORM_MTURK else "",
+               "user_id": user.pk if user is not None else None,
+               "session_token": secrets.token_urlsafe(32)}
+        created = fetch(insert_sql(Participant, suffix=_ARRIVE_SUFFIX),
+                        insert_params(Participant, [row]))
+        if created:
+            p = from_row(Participant, row)
+            p.pk = created[0][0]
+            return p
+    existing = participant_get(study_id=study.pk, worker_id=worker_id)
     if existing is None:
-        if not study.is_open:
-            raise StudyClosed("This study is not taking new participants.")
-        try:
-            with transaction.atomic():
-                return Participant.objects.create(
-                    study=study, platform=platform, worker_id=worker_id,
-                    external_study_id=external_study_id[:200],
-                    external_session_id=external_session_id[:200],
-                    submit_to=(_mturk_submit_to(submit_to)
-                               if platform == Participant.PLATFORM_MTURK else ""),
-                    user=user, session_token=secrets.token_urlsafe(32),
-                )
-        except IntegrityError:  # the same worker arrived twice at once
-            existing = Participant.objects.get(study=study, worker_id=worker_id)
+        raise StudyClosed("This study is not taking new participants.")
     same_session = bool(session_token) and secrets.compare_digest(existing.session_token, session_token)
     same_account = user is not None and existing.user_id is not None and existing.user_id == user.pk
     # Before consent nothing of the worker's is on record, so a second arrival (the link
@@ -134,6 +142,22 @@ def participant_arrive(*, study: Study, platform: str, worker_id: str, session_t
     return existing
 
 
+_ARRIVE_SUFFIX = ' ON CONFLICT ("study_id", "worker_id") DO NOTHING RETURNING "id"'
+
+
+def _participant_query(study_id, worker_id):
+    return (Participant.objects.filter(study_id=study_id, worker_id=worker_id).order_by()
+            .values_list(*_PARTICIPANT_FIELDS))
+
+
+def participant_get(*, study_id: int, worker_id: str) -> Participant | None:
+    """The participant for ``worker_id`` in the study, if any (one prepared query)."""
+    rows = compiled_query("participant_get", _participant_query, (study_id, worker_id),
+                          (-7301, "\x01worker"))
+    return Participant.from_db("default", _PARTICIPANT_FIELDS, rows[0]) if rows else None
+
+
+_PARTICIPANT_FIELDS = [f.attname for f in Participant._meta.concrete_fields]
 ACCOUNT_PREFIX = "account:"  # worker ids of signed-in accounts; never taken from a URL
 _PLACEHOLDER_CHARS = frozenset("{}%<>$")
 
@@ -163,55 +187,134 @@ def _mturk_submit_to(value: str) -> str:
     return value if value in MTURK_SUBMIT_HOSTS else MTURK_SUBMIT_HOSTS[0]
 
 
+_STATEMENT, _ATTENTION = StudyItem.KIND_STATEMENT, StudyItem.KIND_ATTENTION
+_LIVE = (Participant.STATUS_ACTIVE, Participant.STATUS_COMPLETED)
+
+# The study's rules, its row locked (see participant_consent).
+_CONSENT_LOCK = ('SELECT "responses_per_statement", "statements_per_worker", '
+                 '"assignment_timeout_minutes" FROM "crowd_study" WHERE "id" = %s')
+# Every item of the study with, for statements, the answers given plus the assignments
+# in flight (as crowd.selectors.study_item_load counts them); whether this worker had the
+# item's statement in any study; and the participant's status, read after the lock. The
+# load is counted from each item's assignments (its index), the participant found by key:
+# a plan that cannot start from every participant of every study.
+_CONSENT_ITEMS = f"""
+SELECT i."id", i."kind",
+  CASE WHEN i."kind" = '{_STATEMENT}' THEN (
+    SELECT COUNT(*) FROM "crowd_assignment" a
+    WHERE a."item_id" = i."id"
+      AND (SELECT q."status" FROM "crowd_participant" q WHERE q."id" = a."participant_id")
+          IN ('{_LIVE[0]}', '{_LIVE[1]}')
+      AND (a."assigned" >= %s
+           OR EXISTS (SELECT 1 FROM "crowd_response" r WHERE r."assignment_id" = a."id"))
+  ) END,
+  i."statement_id" IN (
+    SELECT j."statement_id" FROM "crowd_assignment" b
+    INNER JOIN "crowd_participant" w ON w."id" = b."participant_id"
+    INNER JOIN "crowd_studyitem" j ON j."id" = b."item_id"
+    WHERE w."worker_id" = %s AND j."statement_id" IS NOT NULL),
+  (SELECT "status" FROM "crowd_participant" WHERE "id" = %s)
+FROM "crowd_studyitem" i WHERE i."study_id" = %s ORDER BY i."id"
+"""
+_CONSENT_DONE = ('UPDATE "crowd_participant" SET "seed" = %s, "consented" = %s, "status" = %s, '
+                 '"finished" = %s WHERE "id" = %s')
+
+
 def participant_consent(*, participant: Participant, seed: int | None = None) -> Participant:
     """Record consent and hand out the worker's items (idempotent).
 
-    The study row is locked for the assignment, so concurrent arrivals are served one
+    The study row is locked for the assignment, so concurrent consents are served one
     after another and every choice sees the assignments made before it: a statement is
-    never handed out beyond its quota by concurrent consents. Statements this worker was
+    never handed out beyond its quota by concurrent consents. A participant leaves
+    ``arrived`` only here, under that lock, so the status read after it is current (a
+    double-clicked consent finds the first one's work done). Statements this worker was
     given in any study are excluded; (participant, item) is unique as a backstop.
+
+    Queries: the lock, one read of the items with their load, the assignments (one
+    insert) and the participant's row.
     """
     with transaction.atomic():
         # NO KEY UPDATE: serialises assignment without blocking inserts that reference
         # the study (new participants), which only take KEY SHARE locks.
-        study = Study.objects.select_for_update(no_key=True).get(pk=participant.study_id)
-        p = Participant.objects.select_for_update().get(pk=participant.pk)
-        if p.status != Participant.STATUS_ARRIVED:
-            return p
-        load = study_item_load(study)
-        seen_statements = set(
-            Assignment.objects.filter(participant__worker_id=p.worker_id, item__statement__isnull=False)
-            .values_list("item__statement_id", flat=True)
-        )
-        items = list(StudyItem.objects.filter(study=study).values_list("pk", "kind", "statement_id"))
-        exclude = {str(pk) for pk, _, st in items if st in seen_statements}
-        p.seed = secrets.randbits(48) if seed is None else seed
-        chosen = choose_statements(
-            load, quota=study.responses_per_statement, k=study.statements_per_worker,
-            seed=p.seed, exclude=exclude,
-        )
+        quota, k, timeout = fetch(_CONSENT_LOCK + for_update(no_key=True),
+                                  [participant.study_id])[0]
         now = timezone.now()
+        cutoff = db_value(Assignment, "assigned", now - timedelta(minutes=timeout))
+        items = fetch(_CONSENT_ITEMS, [cutoff, participant.worker_id, participant.pk,
+                                       participant.study_id])
+        status = items[0][4] if items else Participant.objects.values_list(
+            "status", flat=True).get(pk=participant.pk)
+        if status != Participant.STATUS_ARRIVED:
+            return Participant.objects.get(pk=participant.pk)
+        load = {str(pk): n for pk, kind, n, _, _ in items if kind == _STATEMENT}
+        exclude = {str(pk) for pk, _, _, seen, _ in items if seen}
+        p = participant
+        p.seed = secrets.randbits(48) if seed is None else seed
+        chosen = choose_statements(load, quota=quota, k=k, seed=p.seed, exclude=exclude)
         p.consented = now
         if not chosen:
-            p.status = Participant.STATUS_FULL
-            p.finished = now
-            p.save(update_fields=["seed", "consented", "status", "finished"])
-            return p
-        extra = [str(pk) for pk, kind, _ in items
-                 if kind != StudyItem.KIND_STATEMENT and str(pk) not in exclude]
-        checks = {str(pk) for pk, kind, _ in items if kind == StudyItem.KIND_ATTENTION}
-        order = order_items(chosen + extra, p.seed, not_first=checks)
-        Assignment.objects.bulk_create(
-            [Assignment(participant=p, item_id=int(pk), position=i) for i, pk in enumerate(order, 1)]
-        )
-        p.status = Participant.STATUS_ACTIVE
-        p.save(update_fields=["seed", "consented", "status"])
+            p.status, p.finished = Participant.STATUS_FULL, now
+        else:
+            extra = [str(pk) for pk, kind, _, _, _ in items
+                     if kind != _STATEMENT and str(pk) not in exclude]
+            checks = {str(pk) for pk, kind, _, _, _ in items if kind == _ATTENTION}
+            order = order_items(chosen + extra, p.seed, not_first=checks)
+            rows = [{"participant_id": p.pk, "item_id": int(pk), "position": i}
+                    for i, pk in enumerate(order, 1)]
+            execute(insert_sql(Assignment, len(rows)), insert_params(Assignment, rows))
+            p.status = Participant.STATUS_ACTIVE
+        execute(_CONSENT_DONE, [p.seed, db_value(Participant, "consented", now), p.status,
+                                db_value(Participant, "finished", p.finished), p.pk])
         return p
 
 
-def assignment_mark_shown(assignment_id: int) -> None:
+# PostgreSQL: the item page and the start of the current item's clock in one statement.
+# The clock starts only for the first unanswered item of an active worker (the one the
+# page shows), and only once: a reload keeps it.
+_PAGE_SHOW = """
+WITH page AS ({page}),
+shown AS (
+  UPDATE "crowd_assignment" SET "shown" = %s
+  WHERE "id" = (
+    SELECT c."id" FROM page c
+    WHERE c."position" = %s AND c."shown" IS NULL AND NOT c."answered"
+      AND c."participant__status" = '{active}'
+      AND NOT EXISTS (SELECT 1 FROM page e WHERE e."position" < c."position" AND NOT e."answered"))
+  AND "shown" IS NULL
+  RETURNING "id", "shown")
+SELECT page.*, shown."id", shown."shown" FROM page LEFT JOIN shown ON shown."id" = page."id"
+ORDER BY page."position"
+"""
+
+
+def item_page_show(*, slug: str, participant_id, token: str, position: int) -> ItemPage | None:
+    """The item page of the participant this browser holds (see
+    ``crowd.selectors.participant_item_page``), starting the clock of the item at
+    ``position`` when the page shows it for the first time: one statement on PostgreSQL,
+    the read and then the write elsewhere."""
+    q = item_page_query()
+    params = (int(participant_id), token, slug)
+    now = timezone.now()
+    if connections["default"].vendor == "postgresql":
+        rows = fetch(_PAGE_SHOW.format(page=q.sql, active=Participant.STATUS_ACTIVE),
+                     q.bind(params) + [now, position])
+        started = {r[-2]: r[-1] for r in rows if r[-2] is not None}
+        return item_page_from_rows(participant_id, q.convert([r[:-2] for r in rows]), started)
+    page = item_page_from_rows(participant_id, q.convert(fetch(q.sql, q.bind(params))))
+    if page is None or page.status != Participant.STATUS_ACTIVE:
+        return page
+    first_open = next((row for row in page.items if not row.answered), None)
+    if first_open is None or first_open.position != position or first_open.shown is not None:
+        return page
+    assignment_mark_shown(first_open.assignment_id, now=now)
+    items = [replace(row, shown=now) if row is first_open else row for row in page.items]
+    return replace(page, items=items)
+
+
+def assignment_mark_shown(assignment_id: int, *, now=None) -> None:
     """Start the answer clock the first time an item is shown (a reload keeps it)."""
-    Assignment.objects.filter(pk=assignment_id, shown__isnull=True).update(shown=timezone.now())
+    execute('UPDATE "crowd_assignment" SET "shown" = %s WHERE "id" = %s AND "shown" IS NULL',
+            [db_value(Assignment, "shown", now or timezone.now()), assignment_id])
 
 
 @dataclass
@@ -230,8 +333,7 @@ _STUDY_RULES = ("max_query_chars", "copy_jaccard_threshold", "copy_min_tokens", 
 _Locked = namedtuple("_Locked", ("id", "status", "worker_id", "study_id", *_STUDY_RULES))
 _Item = namedtuple("_Item", ("id", "position", "shown", "item__kind", "item__expected",
                              "item__statement_id", "item__statement__text",
-                             "item__statement__topic_id", "response__assignment_id",
-                             "response__normalised"))
+                             "item__statement__topic_id", "answer"))
 
 
 def _lock_query(participant_id, *checks: tuple[str, str]):
@@ -247,10 +349,41 @@ def _lock_query(participant_id, *checks: tuple[str, str]):
 
 
 def _items_query(participant_id):
+    # The answer's normalised text in the select list (None: unanswered), not a join:
+    # PostgreSQL probes the response's key once per item, whatever the tables' sizes.
+    answer = Response.objects.filter(assignment_id=OuterRef("pk")).values("normalised")
     return (
-        Assignment.objects.filter(participant_id=participant_id).order_by("position")
+        Assignment.objects.filter(participant_id=participant_id)
+        .annotate(answer=Subquery(answer))
+        .order_by("position")
         .values_list(*_Item._fields)
     )
+
+
+# PostgreSQL: the variant and the answer that points at it in one statement.
+_VARIANT_CTE = "WITH v AS ({}) "
+_FAIL = ('UPDATE "crowd_participant" SET "status" = %s, "fail_reason" = %s, "finished" = %s '
+         'WHERE "id" = %s')
+_COMPLETE = 'UPDATE "crowd_participant" SET "status" = %s, "finished" = %s WHERE "id" = %s'
+
+
+def _answer_write(response: dict, variant: dict | None) -> None:
+    """Insert the answer (and its variant): one statement on PostgreSQL, two elsewhere."""
+    connection = connections["default"]
+    if variant is None:
+        execute(insert_sql(Response), insert_params(Response, [response]))
+        return
+    returning = ' RETURNING "id"'
+    if connection.vendor == "postgresql":
+        sql = (_VARIANT_CTE.format(insert_sql(QueryVariant, suffix=returning))
+               + insert_sql(Response, expressions={"variant_id": "(SELECT id FROM v)"},
+                            suffix=' RETURNING "variant_id"'))
+        response["variant_id"] = fetch(sql, insert_params(QueryVariant, [variant])
+                                       + insert_params(Response, [response], skip=["variant_id"]))[0][0]
+        return
+    response["variant_id"] = fetch(insert_sql(QueryVariant, suffix=returning),
+                                   insert_params(QueryVariant, [variant]))[0][0]
+    execute(insert_sql(Response), insert_params(Response, [response]))
 
 
 def response_submit(*, participant_id, position: int, raw: str, estimate: str = "",
@@ -298,7 +431,7 @@ def response_submit(*, participant_id, position: int, raw: str, estimate: str = 
         current = next((a for a in items if a.position == position), None)
         if current is None:
             raise Assignment.DoesNotExist(position)
-        answered = {a.position for a in items if a.response__assignment_id is not None}
+        answered = {a.position for a in items if a.answer is not None}
 
         def next_pos():
             return next((a.position for a in items if a.position not in answered), None)
@@ -311,7 +444,7 @@ def response_submit(*, participant_id, position: int, raw: str, estimate: str = 
                                 next_position=next_pos())
         kind = current.item__kind
         attention = kind == StudyItem.KIND_ATTENTION
-        previous = [a.response__normalised for a in items if a.position in answered]
+        previous = [a.answer for a in items if a.position in answered]
         problems = quality.query_problems(
             raw, "" if attention else current.item__statement__text or "",
             max_chars=study.max_query_chars, jaccard_threshold=study.copy_jaccard_threshold,
@@ -336,26 +469,24 @@ def response_submit(*, participant_id, position: int, raw: str, estimate: str = 
             topic_pk = current.item__statement__topic_id
             variant_norm, uncorrected = spell_checked(
                 norm, topic_vocabularies([topic_pk])[topic_pk] if study.spell_correct else None)
-            variant = QueryVariant.objects.create(
-                topic_id=topic_pk,
-                variant_id=f"S{study.pk}-P{p.id}-{position}",
-                raw=raw, normalised=variant_norm, uncorrected=uncorrected,
-                worker_id=p.worker_id, count=1, estimate=estimate, source=QueryVariant.SOURCE_CROWD,
-            )
-        response = Response.objects.create(
-            assignment_id=current.id, raw=raw, normalised=norm, estimate=estimate,
-            seconds=seconds, too_fast=quality.is_too_fast(seconds, study.min_seconds_per_answer),
-            check_passed=check_passed, variant=variant,
-        )
+            variant = {"topic_id": topic_pk, "variant_id": f"S{study.pk}-P{p.id}-{position}",
+                       "raw": raw, "normalised": variant_norm, "uncorrected": uncorrected,
+                       "worker_id": p.worker_id, "count": 1, "estimate": estimate,
+                       "source": QueryVariant.SOURCE_CROWD, "created": now}
+        answer = {"assignment_id": current.id, "raw": raw, "normalised": norm,
+                  "estimate": estimate, "seconds": seconds,
+                  "too_fast": quality.is_too_fast(seconds, study.min_seconds_per_answer),
+                  "check_passed": check_passed, "variant_id": None, "created": now}
+        _answer_write(answer, variant)
         answered.add(position)
         status = p.status
         if attention and not check_passed:
             status = Participant.STATUS_FAILED
-            Participant.objects.filter(pk=p.id).update(
-                status=status, fail_reason="attention check", finished=now)
+            execute(_FAIL, [status, "attention check", db_value(Participant, "finished", now), p.id])
             QueryVariant.objects.filter(response__assignment__participant_id=p.id).delete()
         elif next_pos() is None:
             status = Participant.STATUS_COMPLETED
-            Participant.objects.filter(pk=p.id).update(status=status, finished=now)
+            execute(_COMPLETE, [status, db_value(Participant, "finished", now), p.id])
+        response = from_row(Response, answer)
         return SubmitResult(accepted=True, status=status, next_position=next_pos(),
                             response=response)

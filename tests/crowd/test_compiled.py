@@ -1,9 +1,10 @@
-"""Queries compiled once: the same rows as the ORM, parameters bound in the SQL's order."""
+"""Queries compiled once: the same rows as the ORM, parameters bound in the SQL's order;
+statements logged like the ORM's; inserts that write every field of a model."""
 import datetime
 
 import pytest
 
-from crowd.compiled import as_datetime, compiled_query
+from crowd.compiled import as_datetime, compiled_query, fetch, insert_params, insert_sql
 from crowd.models import Topic, TopicSet
 
 pytestmark = pytest.mark.django_db
@@ -37,3 +38,40 @@ def test_as_datetime():
     assert as_datetime("2024-05-01 12:00:00") == aware
     assert as_datetime("2024-05-01 12:00:00+00:00") == aware
     assert as_datetime(datetime.datetime(2024, 5, 1, 12, 0)) == aware
+
+
+def test_rows_come_back_as_the_orm_gives_them():
+    ts = TopicSet.objects.create(name="when")
+    rows = compiled_query("test.created", lambda name: TopicSet.objects.filter(name=name)
+                          .values_list("pk", "created"), ("when",), ("\x01n",))
+    assert rows == list(TopicSet.objects.filter(name="when").values_list("pk", "created"))
+    assert isinstance(rows[0][1], datetime.datetime) and rows[0][1] == ts.created
+
+
+def test_statements_are_logged_with_their_text():
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as ctx:
+        assert fetch("SELECT COUNT(*) FROM crowd_topicset WHERE name = %s", ["none"]) == [(0,)]
+    assert len(ctx.captured_queries) == 1
+    assert "FROM crowd_topicset WHERE name = " in ctx.captured_queries[0]["sql"]
+
+
+def test_inserts_write_every_field_with_the_models_defaults():
+    """A field added to a model later (with a default) is written by the same code."""
+    from crowd.models import Participant
+    from tests.crowd.study_helpers import make_study
+
+    study = make_study(attention=False)
+    row = {"study_id": study.pk, "platform": "prolific", "worker_id": "W", "session_token": "t"}
+    params = insert_params(Participant, [row])
+    fields = [f for f in Participant._meta.concrete_fields if not f.primary_key]
+    assert len(params) == len(fields) == insert_sql(Participant).count("%s")
+    # defaults filled in as save() would, and written back into the row
+    assert row["status"] == Participant.STATUS_ARRIVED and row["simulated"] is False
+    assert isinstance(row["arrived"], datetime.datetime)
+    (pk,), = fetch(insert_sql(Participant, suffix=' RETURNING "id"'), params)
+    p = Participant.objects.get(pk=pk)
+    assert (p.worker_id, p.status, p.simulated, p.seed) == ("W", "arrived", False, None)
+    assert p.arrived == row["arrived"]

@@ -142,6 +142,8 @@ def study_consent(request, slug):
         p = services.participant_consent(participant=p)
         if p.status == Participant.STATUS_ACTIVE:  # items are numbered from 1
             return redirect(_item_url(slug, 1))
+        if p.status == Participant.STATUS_FULL:  # nothing left to hand out
+            return redirect("crowd:study_done", slug=slug)
         return redirect("crowd:study_next", slug=slug)
     return render(request, "crowd/consent.html", {
         "study": p.study, "agree_label": form.fields["agree"].label,

@@ -3,6 +3,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from common.manifest_command import ManifestMixin, add_out_argument
 from evaluation import analysis
 from evaluation.agreement import LEVELS
 
@@ -11,7 +12,7 @@ def _fmt(value) -> str:
     return "-" if value is None else f"{value:.4f}"
 
 
-class Command(BaseCommand):
+class Command(ManifestMixin, BaseCommand):
     help = ("Cohen's κ (pairs, unweighted and linear), Fleiss' κ, Krippendorff's α (nominal, "
             "ordinal, interval), Jaccard of relevant sets and α-coherence.")
 
@@ -33,6 +34,7 @@ class Command(BaseCommand):
         parser.add_argument("--min-shared", type=int, default=2,
                             help="pairs of assessors need this many shared items for Cohen's κ")
         parser.add_argument("--json", action="store_true")
+        add_out_argument(parser)
 
     def handle(self, *args, **o):
         try:
@@ -42,19 +44,21 @@ class Command(BaseCommand):
                 coherence_alpha=o["coherence"], min_shared=o["min_shared"])
         except ValueError as exc:
             raise CommandError(str(exc)) from None
-        if o["json"]:
-            self.stdout.write(json.dumps(summary))
-            return
-        s = summary["overall"]
-        self.stdout.write(f"items {s['items']}  labels {s['labels']}  categories {summary['categories']}")
-        self.stdout.write(f"Fleiss' kappa           {_fmt(s['fleiss_kappa'])}")
-        for level in LEVELS:
-            self.stdout.write(f"Krippendorff's alpha    {_fmt(s['krippendorff_alpha'][level])} ({level})")
-        c = s["cohen_kappa"]
-        self.stdout.write(f"Cohen's kappa           {_fmt(c['unweighted'])} unweighted, "
-                          f"{_fmt(c['linear'])} linear, mean of {c['pairs']} assessor pairs")
-        self.stdout.write(f"Jaccard (relevant sets) {_fmt(s['jaccard']['mean'])} "
-                          f"(mean of {s['jaccard']['pairs']} pairs)")
-        h = s["coherence"]
-        self.stdout.write(f"coherent intents        {h['coherent_intents']} of {h['intents']} "
-                          f"at alpha {h['threshold']}")
+        self.output_write(o["out"], json.dumps(summary) + "\n" if o["json"] else _text(summary))
+
+
+def _text(summary: dict) -> str:
+    s = summary["overall"]
+    lines = [f"items {s['items']}  labels {s['labels']}  categories {summary['categories']}",
+             f"Fleiss' kappa           {_fmt(s['fleiss_kappa'])}"]
+    for level in LEVELS:
+        lines.append(f"Krippendorff's alpha    {_fmt(s['krippendorff_alpha'][level])} ({level})")
+    c = s["cohen_kappa"]
+    lines.append(f"Cohen's kappa           {_fmt(c['unweighted'])} unweighted, "
+                 f"{_fmt(c['linear'])} linear, mean of {c['pairs']} assessor pairs")
+    lines.append(f"Jaccard (relevant sets) {_fmt(s['jaccard']['mean'])} "
+                 f"(mean of {s['jaccard']['pairs']} pairs)")
+    h = s["coherence"]
+    lines.append(f"coherent intents        {h['coherent_intents']} of {h['intents']} "
+                 f"at alpha {h['threshold']}")
+    return "".join(line + "\n" for line in lines)

@@ -3,6 +3,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from common.manifest_command import ManifestMixin, add_out_argument
 from evaluation import evaluate_selectors
 from evaluation.measures import (EvaluationInputError, RunSet, evaluate_runs, parse_measures,
                                  read_intent_probabilities, read_qrels)
@@ -10,7 +11,7 @@ from evaluation.measures.engine import check_measures
 from evaluation.measures.runs import ORDERS, read_run_file
 
 
-class Command(BaseCommand):
+class Command(ManifestMixin, BaseCommand):
     help = ("Score run files with ad hoc (AP, nDCG@k, P@k, R@k, RR, Rprec, ERR@k, RBP(p=…)), "
             "ndeval diversity (alpha_nDCG@k, ERR_IA@k, nERR_IA@k, alpha_DCG@k, NRBP, nNRBP, AP_IA, "
             "P_IA@k, StRecall@k) and NTCIREVAL (D-nDCG@k, D#-nDCG@k, I-rec@k) measures.")
@@ -43,6 +44,7 @@ class Command(BaseCommand):
         parser.add_argument("--per-topic", action="store_true", help="also print every topic's values")
         parser.add_argument("--json", action="store_true",
                             help='print {"runs": {TAG: {"mean": {…}, "per_topic": {TOPIC: {…}}}}}')
+        add_out_argument(parser)
 
     def handle(self, *args, **o):
         try:
@@ -58,18 +60,23 @@ class Command(BaseCommand):
                                    intent_probabilities=probs)
         except EvaluationInputError as exc:
             raise CommandError(str(exc)) from None
+        self.output_write(o["out"], self._report(result, specs, o))
+
+    @staticmethod
+    def _report(result: dict, specs, o) -> str:
         if o["json"]:
-            self.stdout.write(json.dumps({"runs": result}))
-            return
+            return json.dumps({"runs": result}) + "\n"
         keys = [k for s in specs for k in s.keys]
         width = max(len(k) for k in keys)
+        lines = []
         for tag, r in result.items():
             if o["per_topic"]:
                 for topic, values in r["per_topic"].items():
                     for k in keys:
-                        self.stdout.write(f"{tag}\t{k:<{width}}\t{topic}\t{values[k]:.4f}")
+                        lines.append(f"{tag}\t{k:<{width}}\t{topic}\t{values[k]:.4f}")
             for k in keys:
-                self.stdout.write(f"{tag}\t{k:<{width}}\tall\t{r['mean'][k]:.4f}")
+                lines.append(f"{tag}\t{k:<{width}}\tall\t{r['mean'][k]:.4f}")
+        return "".join(line + "\n" for line in lines)
 
     @staticmethod
     def _runs(o) -> list[tuple[str, str, dict]]:

@@ -3,6 +3,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from common.manifest_command import ManifestMixin, add_out_argument
 from evaluation import analysis, intents
 
 
@@ -10,7 +11,7 @@ def _fmt(value) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
-class Command(BaseCommand):
+class Command(ManifestMixin, BaseCommand):
     help = ("Intent properties (Radlinski, Szummer & Craswell 2010): coherence, distinctness, "
             "plausibility and completeness, with curves over beta.")
 
@@ -28,6 +29,7 @@ class Command(BaseCommand):
                             help="share of an intent's assessors that must find a document "
                                  "relevant for it to be in the intent's relevant set (0.5)")
         parser.add_argument("--json", action="store_true")
+        add_out_argument(parser)
 
     def handle(self, *args, **o):
         try:
@@ -41,18 +43,20 @@ class Command(BaseCommand):
                 relevant_from=o["relevant_from"], consensus=o["consensus"], topics=topics)
         except ValueError as exc:
             raise CommandError(str(exc)) from None
-        if o["json"]:
-            self.stdout.write(json.dumps(result))
-            return
-        ov = result["overall"]
-        self.stdout.write(f"topics {ov['topics']}  intents {ov['intents']}  "
-                          f"coherent {ov['coherent_intents']}  "
-                          f"distinct topics {ov['distinct_topics']}"
-                          + (f"  plausible {ov['plausible_intents']}  mean completeness "
-                             f"{_fmt(ov['mean_completeness'])}" if "plausible_intents" in ov else ""))
-        for topic, entry in result["per_topic"].items():
-            for intent, e in entry["intents"].items():
-                self.stdout.write(f"{topic}\t{intent}\tcoherence {_fmt(e['coherence'])}\t"
-                                  f"plausibility {_fmt(e.get('plausibility'))}")
-            self.stdout.write(f"{topic}\tdistinctness {_fmt(entry['distinctness']['min'])}\t"
-                              f"completeness {_fmt(entry.get('completeness'))}")
+        self.output_write(o["out"], json.dumps(result) + "\n" if o["json"] else _text(result))
+
+
+def _text(result: dict) -> str:
+    ov = result["overall"]
+    lines = [f"topics {ov['topics']}  intents {ov['intents']}  "
+             f"coherent {ov['coherent_intents']}  "
+             f"distinct topics {ov['distinct_topics']}"
+             + (f"  plausible {ov['plausible_intents']}  mean completeness "
+                f"{_fmt(ov['mean_completeness'])}" if "plausible_intents" in ov else "")]
+    for topic, entry in result["per_topic"].items():
+        for intent, e in entry["intents"].items():
+            lines.append(f"{topic}\t{intent}\tcoherence {_fmt(e['coherence'])}\t"
+                         f"plausibility {_fmt(e.get('plausibility'))}")
+        lines.append(f"{topic}\tdistinctness {_fmt(entry['distinctness']['min'])}\t"
+                     f"completeness {_fmt(entry.get('completeness'))}")
+    return "".join(line + "\n" for line in lines)

@@ -3,10 +3,11 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from common.manifest_command import ManifestMixin, add_out_argument
 from evaluation import ranking
 
 
-class Command(BaseCommand):
+class Command(ManifestMixin, BaseCommand):
     help = ("Kendall's tau_b, tau_ap (the first ordering is the reference) and the tie-aware "
             "tau_ap_a / tau_ap_b between two evaluations (evaluate --json outputs, or "
             "'system score' / 'system topic score' files); with --significance, a randomised "
@@ -25,23 +26,14 @@ class Command(BaseCommand):
         parser.add_argument("--intent-scores", metavar="PATH",
                             help="a 'system query intent score' file: per-topic tau between intents")
         parser.add_argument("--json", action="store_true")
+        add_out_argument(parser)
 
     def handle(self, *args, **o):
         try:
             result = self._compute(o)
         except (ValueError, OSError) as exc:
             raise CommandError(str(exc)) from None
-        if o["json"]:
-            self.stdout.write(json.dumps(result))
-            return
-        for key in ("systems", "tau_b", "tau_ap", "tau_ap_a", "tau_ap_b"):
-            if key in result:
-                self.stdout.write(f"{key}\t{result[key]}")
-        if "significance" in result:
-            s = result["significance"]
-            self.stdout.write("\t".join(f"{k} {s[k]}" for k in ("TR", "PS", "TR-PS", "TR&PS", "PS-TR")))
-        for topic, t in result.get("per_topic", {}).items():
-            self.stdout.write(f"{topic}\tmin {t['min']:.4f}\tmean {t['mean']:.4f}\tmax {t['max']:.4f}")
+        self.output_write(o["out"], json.dumps(result) + "\n" if o["json"] else _text(result))
 
     def _compute(self, o) -> dict:
         result: dict = {}
@@ -64,3 +56,14 @@ class Command(BaseCommand):
         if not result:
             raise ValueError("give two evaluations to compare, or --intent-scores PATH")
         return result
+
+
+def _text(result: dict) -> str:
+    lines = [f"{key}\t{result[key]}" for key in ("systems", "tau_b", "tau_ap", "tau_ap_a", "tau_ap_b")
+             if key in result]
+    if "significance" in result:
+        s = result["significance"]
+        lines.append("\t".join(f"{k} {s[k]}" for k in ("TR", "PS", "TR-PS", "TR&PS", "PS-TR")))
+    for topic, t in result.get("per_topic", {}).items():
+        lines.append(f"{topic}\tmin {t['min']:.4f}\tmean {t['mean']:.4f}\tmax {t['max']:.4f}")
+    return "".join(line + "\n" for line in lines)

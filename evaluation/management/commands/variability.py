@@ -4,6 +4,8 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from common.figures import csv_text
+from common.fileio import atomic_output
+from common.manifest_command import ManifestMixin, add_out_argument
 from evaluation.measures.runs import ORDERS
 from evaluation.variability import per_topic_rows, variability
 
@@ -12,7 +14,9 @@ def _fmt(value) -> str:
     return "-" if value is None else f"{value:.4f}"
 
 
-class Command(BaseCommand):
+class Command(ManifestMixin, BaseCommand):
+    manifest_side_outputs = ("csv",)
+
     help = ("Score every stored variant ranking and system run of a topic set with one measure and "
             "the same judgments; per topic, the spread over user variants next to the spread over "
             "systems; and the REML variance components (system, topic, topic x system, variant "
@@ -29,8 +33,10 @@ class Command(BaseCommand):
         parser.add_argument("--order", choices=ORDERS, default="trec_eval",
                             help="tie order, as for evaluate (default trec_eval)")
         parser.add_argument("--no-decomposition", action="store_true", help="skip the mixed models")
-        parser.add_argument("--csv", metavar="PATH", help="write the per-topic spreads as CSV")
+        parser.add_argument("--csv", metavar="PATH", help="write the per-topic spreads as CSV "
+                                                          "(not covered by --manifest)")
         parser.add_argument("--json", action="store_true")
+        add_out_argument(parser)
 
     def handle(self, *args, **o):
         try:
@@ -38,26 +44,28 @@ class Command(BaseCommand):
                                  qrels=o["qrels"], model=o["model"], order=o["order"],
                                  decompose=not o["no_decomposition"])
             if o["csv"]:
-                with open(o["csv"], "w", encoding="utf-8") as fh:
+                with atomic_output(o["csv"], newline="") as fh:
                     fh.write(csv_text(per_topic_rows(result)))
-        except (ValueError, OSError) as exc:
+        except (ValueError, OSError) as exc:  # OutputError is a ValueError
             raise CommandError(str(exc)) from None
-        if o["json"]:
-            self.stdout.write(json.dumps(result))
-            return
-        self.stdout.write(f"{result['measure']} on {result['qrels']}: variants of {result['model']}, "
-                          f"{len(result['systems'])} system run(s)")
-        self.stdout.write("topic\tvariants\tsd\tiqr\tsystems\tsd\tiqr")
-        for t in result["per_topic"]:
-            v, s = t["variants"], t["systems"]
-            self.stdout.write(f"{t['topic']}\t{v['n']}\t{_fmt(v['sd'])}\t{_fmt(v['iqr'])}\t"
-                              f"{s['n']}\t{_fmt(s['sd'])}\t{_fmt(s['iqr'])}")
-        ov = result["overall"]
-        self.stdout.write(f"mean sd: variants {_fmt(ov['mean_sd_variants'])}, systems "
-                          f"{_fmt(ov['mean_sd_systems'])}; variants wider on "
-                          f"{ov['topics_variants_wider']} of {ov['topics_compared']} topics")
-        d = result["decomposition"]
-        if d:
-            self.stdout.write("components\t" + "\t".join(f"{k} {v:.6f}" for k, v in d["components"].items()))
-        elif result["decomposition_note"]:
-            self.stdout.write(f"no decomposition: {result['decomposition_note']}")
+        self.output_write(o["out"], json.dumps(result) + "\n" if o["json"] else _text(result))
+
+
+def _text(result: dict) -> str:
+    lines = [f"{result['measure']} on {result['qrels']}: variants of {result['model']}, "
+             f"{len(result['systems'])} system run(s)",
+             "topic\tvariants\tsd\tiqr\tsystems\tsd\tiqr"]
+    for t in result["per_topic"]:
+        v, s = t["variants"], t["systems"]
+        lines.append(f"{t['topic']}\t{v['n']}\t{_fmt(v['sd'])}\t{_fmt(v['iqr'])}\t"
+                     f"{s['n']}\t{_fmt(s['sd'])}\t{_fmt(s['iqr'])}")
+    ov = result["overall"]
+    lines.append(f"mean sd: variants {_fmt(ov['mean_sd_variants'])}, systems "
+                 f"{_fmt(ov['mean_sd_systems'])}; variants wider on "
+                 f"{ov['topics_variants_wider']} of {ov['topics_compared']} topics")
+    d = result["decomposition"]
+    if d:
+        lines.append("components\t" + "\t".join(f"{k} {v:.6f}" for k, v in d["components"].items()))
+    elif result["decomposition_note"]:
+        lines.append(f"no decomposition: {result['decomposition_note']}")
+    return "".join(line + "\n" for line in lines)

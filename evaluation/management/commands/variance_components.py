@@ -3,10 +3,14 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from common.fileio import atomic_output
+from common.manifest_command import ManifestMixin, add_out_argument
 from evaluation import analysis, variance
 
 
-class Command(BaseCommand):
+class Command(ManifestMixin, BaseCommand):
+    manifest_side_outputs = ("save_scores",)
+
     help = ("REML variance components (statsmodels MixedLM) of 'system query intent score' "
             "scores: model1 score ~ system + (1|query) on per-query means, model2 adds "
             "(1|query:system), model3 adds (1|query:intent); with --budget, the variance of "
@@ -28,8 +32,10 @@ class Command(BaseCommand):
         parser.add_argument("--repeats", type=int, default=100)
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--save-scores", metavar="PATH",
-                            help="write the per-intent scores as 'system query intent score'")
+                            help="write the per-intent scores as 'system query intent score' "
+                                 "(not covered by --manifest)")
         parser.add_argument("--json", action="store_true")
+        add_out_argument(parser)
 
     def handle(self, *args, **o):
         try:
@@ -45,23 +51,12 @@ class Command(BaseCommand):
                     result["subsample"] += analysis.merged_intent_taus(
                         o["run"], o["qrels"], o["measure"], fractions, o["repeats"], o["seed"])
             if o["save_scores"]:
-                with open(o["save_scores"], "w", encoding="utf-8") as fh:
+                with atomic_output(o["save_scores"], newline="") as fh:
                     for r in scores.itertuples():
                         fh.write(f"{r.system}\t{r.query}\t{r.intent}\t{r.score!r}\n")
-        except (ValueError, OSError) as exc:
+        except (ValueError, OSError) as exc:  # OutputError is a ValueError
             raise CommandError(str(exc)) from None
-        if o["json"]:
-            self.stdout.write(json.dumps(result))
-            return
-        for model in ("model1", "model2", "model3", "full"):
-            if model in result:
-                self.stdout.write(model + "\t" + "\t".join(f"{k} {v:.6f}" for k, v in result[model].items()))
-        for row in result.get("allocation", []):
-            self.stdout.write(f"N {row['queries']}\tM {row['intents']}\tvar_mean {row['var_mean']:.6g}\t"
-                              f"var_difference {row['var_difference']:.6g}")
-        for row in result.get("subsample", []):
-            self.stdout.write(f"{row['kind']}\t{row['fraction']}\ttau mean {row['mean']:.4f}\t"
-                              f"sd {row['sd']:.4f}")
+        self.output_write(o["out"], json.dumps(result) + "\n" if o["json"] else _text(result))
 
     def _scores(self, o):
         if o["scores"]:
@@ -71,3 +66,15 @@ class Command(BaseCommand):
         if not (o["run"] and o["qrels"] and o["measure"]):
             raise ValueError("give --scores PATH, or --run PATH… --qrels PATH --measure M")
         return analysis.intent_scores_from_runs(o["run"], o["qrels"], o["measure"])
+
+
+def _text(result: dict) -> str:
+    lines = [model + "\t" + "\t".join(f"{k} {v:.6f}" for k, v in result[model].items())
+             for model in ("model1", "model2", "model3", "full") if model in result]
+    for row in result.get("allocation", []):
+        lines.append(f"N {row['queries']}\tM {row['intents']}\tvar_mean {row['var_mean']:.6g}\t"
+                     f"var_difference {row['var_difference']:.6g}")
+    for row in result.get("subsample", []):
+        lines.append(f"{row['kind']}\t{row['fraction']}\ttau mean {row['mean']:.4f}\t"
+                     f"sd {row['sd']:.4f}")
+    return "".join(line + "\n" for line in lines)

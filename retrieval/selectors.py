@@ -186,7 +186,9 @@ DOCID_IN_BATCH = 5000  # ids per ``IN (...)`` list otherwise (SQLite's variable 
 
 def _wanted_span(ids) -> tuple[np.ndarray, bool]:
     """The distinct ids, and whether they fill enough of their span to scan it."""
-    wanted = np.unique(np.asarray(ids, dtype=np.int64))
+    wanted = np.asarray(ids, dtype=np.int64).reshape(-1)
+    if wanted.size > 1 and not (wanted[1:] > wanted[:-1]).all():  # a remap's vocabulary is sorted and distinct already
+        wanted = np.unique(wanted)
     dense = bool(wanted.size) and wanted.size >= DOCID_RANGE_DENSITY * (
         int(wanted[-1]) - int(wanted[0]) + 1)
     return wanted, dense

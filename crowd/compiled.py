@@ -16,11 +16,13 @@ statements for every worker. Two ways to keep that cost off the hot path:
 
 On PostgreSQL (psycopg 3) every statement goes through a server-side-binding cursor that
 prepares it the first time a connection sees it, so PostgreSQL parses and plans it once
-per connection instead of once per request. Statements still go through Django's cursor
-wrapper: query logging, ``django_assert_num_queries`` and database error wrapping work as
-for any ORM query. A connection pooler in front of PostgreSQL must then keep prepared
-statements per server connection (PgBouncer >= 1.21 with ``max_prepared_statements``, or
-session pooling).
+per connection instead of once per request (a generic plan: the statements are written so
+that it is the index-driven one whatever the tables' statistics). Statements still go
+through Django's cursor wrapper: query logging, ``django_assert_num_queries`` and database
+error wrapping work as for any ORM query. A connection pooler in front of PostgreSQL must
+then keep prepared statements per server connection (PgBouncer >= 1.21 with
+``max_prepared_statements``, or session pooling); otherwise set ``prepare_threshold``
+to None in the database's OPTIONS.
 """
 from __future__ import annotations
 
@@ -57,6 +59,12 @@ except ImportError:  # psycopg2 or no PostgreSQL driver: Django's own cursor eve
     _PreparedCursor = None
 
 
+# Executions after which psycopg would prepare a statement by itself; these cursors ask
+# for it on the first. Settings that name ``prepare_threshold`` in the database OPTIONS
+# decide instead (None: nothing is prepared, for a pooler that cannot keep them).
+PREPARE_THRESHOLD = 5
+
+
 def cursor(using: str = "default"):
     """A Django cursor on ``using`` that, on PostgreSQL with psycopg 3, prepares the
     statements it runs (parse and plan once per connection)."""
@@ -65,6 +73,11 @@ def cursor(using: str = "default"):
         return connection.cursor()
     connection.ensure_connection()
     connection.validate_thread_sharing()
+    raw = connection.connection
+    if raw.prepare_threshold is None and "prepare_threshold" not in connection.settings_dict["OPTIONS"]:
+        # Django turns psycopg's statement preparation off unless the settings turn it on;
+        # only server-binding cursors (these) ever prepare, so this changes nothing else.
+        raw.prepare_threshold = PREPARE_THRESHOLD
     if connection.queries_logged:
         return connection.make_debug_cursor(_LoggedPreparedCursor(connection.connection))
     return connection.make_cursor(_PreparedCursor(connection.connection))

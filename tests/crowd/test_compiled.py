@@ -75,3 +75,17 @@ def test_inserts_write_every_field_with_the_models_defaults():
     p = Participant.objects.get(pk=pk)
     assert (p.worker_id, p.status, p.simulated, p.seed) == ("W", "arrived", False, None)
     assert p.arrived == row["arrived"]
+
+
+def test_statements_are_prepared_once_per_connection_on_postgresql():
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("prepared statements are PostgreSQL's (set DATABASE_URL)")
+    sql = "SELECT COUNT(*) FROM crowd_topic WHERE topic_id = %s AND title <> 'prepared-marker'"
+    for topic_id in ("1", "2", "3"):
+        assert fetch(sql, [topic_id]) == [(0,)]
+    with connection.cursor() as c:
+        c.execute("SELECT COUNT(*) FROM pg_prepared_statements WHERE statement LIKE %s",
+                  ["%prepared-marker%"])
+        assert c.fetchone() == (1,)  # one statement, prepared once, run three times

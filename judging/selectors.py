@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from . import aggregate as agg
 from .labelfiles import QrelsLine
-from .models import NO_INTENT, JudgingSlot, JudgingTask, JudgmentSet, Label, TaskAssessor
+from .models import NO_INTENT, JudgingSlot, JudgingTask, JudgmentSet, Label
 
 EXPORT_FORMATS = ("adhoc", "diversity", "ndeval", "raw")
 

@@ -162,9 +162,10 @@ def study_item(request, slug, position):
     """One item per page. POST is idempotent: a repeat never adds a second answer.
 
     The hot path of a study: a GET reads the worker's items and starts the item's clock in
-    one statement (two on SQLite); a POST is one service call that checks the browser's token under the
-    worker's row lock. Neither touches a session row, and neither builds a Django form
-    unless an answer is refused (the page writes the fields itself: ``crowd/item.html``).
+    one statement (two on SQLite); a POST is one service call that checks the browser's
+    token under the worker's row lock. Neither touches a session row, and neither builds a
+    Django form unless an answer is refused (the page writes the fields itself:
+    ``crowd/item.html``; tests/crowd/test_worker_fields.py compares them with the form's).
     """
     held = _held(request, slug)
     if held is None:

@@ -18,7 +18,10 @@ call is timed. A second, adaptive task (``--adaptive-topics`` topics x 10,000 it
 contributing rankings of depth 1,000 per topic, order mtf) times ``batch_lease`` when the
 order is replayed from the judgments.
 
-    DEBUG=1 .venv/bin/python bench/judging_queue_bench.py [--items-per-topic 10000] [--reuse]
+    .venv/bin/python bench/judging_queue_bench.py [--items-per-topic 10000] [--reuse]
+
+Runs with ``DEBUG`` off, as the service does (with it on, Django logs every query, which
+costs the side that sends more queries more).
 
 Needs PostgreSQL on 127.0.0.1:5432; the scratch database (``--database``, default
 ``qv_judging_bench``) is dropped and recreated (kept for ``--reuse``). Writes
@@ -30,6 +33,7 @@ import argparse
 import json
 import os
 import re
+import secrets
 import subprocess
 import sys
 import time
@@ -39,6 +43,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 DB = "qv_judging_bench"
+# the service's settings (DEBUG off needs a secret key; one for this run only)
+SERVICE_ENV = {"DEBUG": "0", "HTTPS": "0", "ALLOWED_HOSTS": "127.0.0.1", "LOG_LEVEL": "WARNING",
+               "SECRET_KEY": os.environ.get("SECRET_KEY") or secrets.token_urlsafe(32)}
 PG = "postgres://postgres@127.0.0.1:5432"
 
 
@@ -57,7 +64,7 @@ def _recreate_database(db: str) -> None:
 
 def _setup_django(db: str, migrate: bool = False) -> None:
     os.environ["DATABASE_URL"] = _url(db)
-    os.environ.setdefault("DEBUG", "1")
+    os.environ.update(SERVICE_ENV)
     os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings"
     sys.path.insert(0, str(ROOT))
     import django
@@ -169,7 +176,7 @@ def worker(args) -> None:
 
 def _run_assessors(db: str, task: str, peer_task: str | None, procs: int, batches: int,
                    tag: str):
-    env = {**os.environ, "DATABASE_URL": _url(db), "DEBUG": "1"}
+    env = {**os.environ, **SERVICE_ENV, "DATABASE_URL": _url(db)}
     cmd = [sys.executable, __file__, "--worker", "--database", db, "--task", task,
            "--batches", str(batches)]
     if peer_task:

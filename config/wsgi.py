@@ -2,12 +2,19 @@ import os
 
 from django.core.wsgi import get_wsgi_application
 
+
+def _warm_up() -> None:
+    """Import every view module (and what it imports) and compile the busiest templates
+    while the worker boots, not inside its first requests: a fresh gunicorn worker
+    otherwise spends about a second of CPU on imports in the middle of serving one."""
+    from django.template.loader import get_template
+    from django.urls import get_resolver
+
+    get_resolver().url_patterns
+    for name in ("crowd/entry.html", "crowd/consent.html", "crowd/item.html", "crowd/done.html"):
+        get_template(name)
+
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 application = get_wsgi_application()
-
-# Import every view module (and what it imports) while the worker boots, not inside its
-# first request: a fresh gunicorn worker otherwise spends about a second of CPU on imports
-# in the middle of serving a request.
-from django.urls import get_resolver  # noqa: E402
-
-get_resolver().url_patterns
+_warm_up()

@@ -257,8 +257,8 @@ def simulated_workers_answer(study, *, workers: int, seed: int,
     for w in range(1, workers + 1):
         worker_id = f"sim-{w:02d}"
         p = study_services.participant_arrive(
-            study=study, platform=Participant.PLATFORM_ACCOUNT, worker_id=worker_id)
-        Participant.objects.filter(pk=p.pk).update(simulated=True)
+            study=study, platform=Participant.PLATFORM_ACCOUNT, worker_id=worker_id,
+            simulated=True)
         p = study_services.participant_consent(participant=p, seed=seed * 1000 + w)
         for a in p.assignments.select_related("item__statement__topic").order_by("position"):
             statement = a.item.statement

@@ -265,6 +265,8 @@ class Participant(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["study", "worker_id"], name="uniq_worker_in_study"),
         ]
+        # consent looks up the statements a worker had in other studies
+        indexes = [models.Index(fields=["worker_id"], name="participant_worker")]
 
     def __str__(self):
         return f"{self.platform}:{self.worker_id}"

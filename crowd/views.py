@@ -18,7 +18,6 @@ from django.views.decorators.http import require_http_methods
 from crowd import quality, selectors, services
 from crowd.forms import AnswerForm, ConsentForm
 from crowd.models import Assignment, Participant, Study, TopicSet
-from crowd.services.studies import item_page_show
 from crowd.spreadsheet import spreadsheet_row
 
 staff_required = user_passes_test(lambda u: u.is_active and u.is_staff)
@@ -173,7 +172,7 @@ def study_item(request, slug, position):
     if request.method == "POST":
         return _study_item_post(request, slug, position, held)
     # the page, and the item's clock started when this is its first showing
-    page = item_page_show(slug=slug, participant_id=held[0], token=held[1], position=position)
+    page = services.item_page_show(slug=slug, participant_id=held[0], token=held[1], position=position)
     if page is None:  # not consented, nothing to do, or not this browser's worker
         p = _participant(request, slug)
         return redirect("crowd:study_next" if p.status == Participant.STATUS_ARRIVED

@@ -6,6 +6,7 @@ and exports. Other apps import from here.
 from crowd.naturalsort import natural_key
 from crowd.selectors.studies import (
     STUDY_EXPORT_FIELDS,
+    VARIANT_EXPORT_FIELDS,
     ItemPage,
     ItemRow,
     participant_get_for_session,
@@ -33,7 +34,7 @@ from crowd.selectors.topics import (
 
 __all__ = [
     "natural_key",  # the one topic-id order; every page listing topics sorts with it
-    "STUDY_EXPORT_FIELDS", "ItemPage", "ItemRow", "VariantGroup",
+    "STUDY_EXPORT_FIELDS", "VARIANT_EXPORT_FIELDS", "ItemPage", "ItemRow", "VariantGroup",
     "participant_get_for_session", "participant_item_page", "participant_next_position",
     "study_export_rows", "study_get_by_slug", "study_item_load", "study_list", "study_progress",
     "study_variant_summary", "topic_list", "topic_set_get", "topic_set_list", "topic_summary_list",

@@ -160,7 +160,8 @@ def study_item_load(study: Study, *, now=None) -> dict[str, int]:
 
 def study_list():
     return Study.objects.select_related("topic_set").annotate(
-        n_participants=Count("participants", distinct=True)
+        n_participants=Count("participants", distinct=True),
+        n_simulated=Count("participants", filter=Q(participants__simulated=True), distinct=True),
     )
 
 
@@ -204,6 +205,7 @@ def study_progress(study: Study) -> dict:
         "items": items,
         "statuses": {code: statuses.get(code, 0) for code, _ in Participant.STATUS_CHOICES},
         "n_workers": sum(statuses.values()),
+        "n_simulated": Participant.objects.filter(study=study, simulated=True).count(),
         "n_answers": len(seconds),
         "median_seconds": statistics.median(seconds) if seconds else None,
     }
@@ -248,8 +250,10 @@ def study_variant_summary(study: Study) -> list[dict]:
 
 
 # "uncorrected": the normalised text before optional spell-correction ("" if none).
-STUDY_EXPORT_FIELDS = ["topic", "variant_id", "worker", "raw", "normalised", "count", "estimate",
-                       "uncorrected"]
+VARIANT_EXPORT_FIELDS = ["topic", "variant_id", "worker", "raw", "normalised", "count",
+                         "estimate", "uncorrected"]
+# a study's export also says whether the worker who gave the answer was simulated
+STUDY_EXPORT_FIELDS = [*VARIANT_EXPORT_FIELDS, "simulated"]
 
 
 def study_export_rows(study: Study):
@@ -260,7 +264,8 @@ def study_export_rows(study: Study):
         .order_by("variant__id")
         .values_list("variant__topic__topic_id", "variant__variant_id", "variant__worker_id",
                      "variant__raw", "variant__normalised", "variant__count",
-                     "variant__estimate", "variant__uncorrected")
+                     "variant__estimate", "variant__uncorrected",
+                     "assignment__participant__simulated")
     )
     rows.sort(key=lambda r: natural_key(r[0]))  # stable: variants keep their stored order
     for row in rows:

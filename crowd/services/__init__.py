@@ -9,8 +9,10 @@ from crowd.services.studies import (
     StudyError,
     SubmitResult,
     assignment_mark_shown,
+    item_page_show,
     participant_arrive,
     participant_consent,
+    participant_get,
     response_submit,
     study_create,
 )
@@ -24,6 +26,7 @@ from crowd.services.topics import (
 
 __all__ = [
     "ImportRejected", "SessionMismatch", "StudyClosed", "StudyError", "SubmitResult",
-    "assignment_mark_shown", "participant_arrive", "participant_consent", "response_submit",
+    "assignment_mark_shown", "item_page_show", "participant_arrive", "participant_consent",
+    "participant_get", "response_submit",
     "spell_checked", "study_create", "topic_vocabularies", "topics_import", "variants_import",
 ]

@@ -88,8 +88,9 @@ def study_create(*, topic_set: TopicSet, name: str, consent_text: str, completio
 
 def participant_arrive(*, study: Study, platform: str, worker_id: str, session_token: str = "",
                        external_study_id: str = "", external_session_id: str = "",
-                       user=None, submit_to: str = "") -> Participant:
-    """The participant for ``worker_id`` in ``study``, created on first arrival.
+                       user=None, submit_to: str = "", simulated: bool = False) -> Participant:
+    """The participant for ``worker_id`` in ``study``, created on first arrival
+    (``simulated``: made by the demo's simulation, not a person).
 
     ``submit_to`` is MTurk's ``turkSubmitTo``: kept only when it is MTurk's production or
     sandbox site (any other value falls back to production), so the finished page never
@@ -120,7 +121,7 @@ def participant_arrive(*, study: Study, platform: str, worker_id: str, session_t
                "external_session_id": external_session_id[:200],
                "submit_to": _mturk_submit_to(submit_to) if platform == Participant.PLATFORM_MTURK else "",
                "user_id": user.pk if user is not None else None,
-               "session_token": secrets.token_urlsafe(32)}
+               "session_token": secrets.token_urlsafe(32), "simulated": simulated}
         created = fetch(insert_sql(Participant, suffix=_ARRIVE_SUFFIX),
                         insert_params(Participant, [row]))
         if created:

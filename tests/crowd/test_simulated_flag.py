@@ -49,3 +49,14 @@ def test_participants_are_not_simulated_by_default(study):
                                    worker_id="account:someone", session_token="t")
     assert Participant._meta.get_field("simulated").default is False
     assert Participant.objects.get(pk=p.pk).simulated is False
+
+
+def test_organiser_pages_and_exports_say_which_workers_are_simulated(study, admin_client):
+    from crowd import selectors
+
+    simulated_workers_answer(study, workers=2, seed=7)
+    page = admin_client.get(f"/crowd/studies/{study.pk}/").content.decode()
+    assert '<strong id="simulated">(2 simulated)</strong>' in page
+    assert "(2 simulated)" in admin_client.get("/crowd/studies/").content.decode()
+    rows = list(selectors.study_export_rows(study))
+    assert rows and all(row["simulated"] is True for row in rows)

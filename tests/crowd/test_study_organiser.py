@@ -64,7 +64,8 @@ def test_exports(done_study, admin_client):
     rows = json.loads(admin_client.get(f"/crowd/studies/{done_study.pk}/export.json").content)
     assert len(rows) == 6
     assert set(rows[0]) == {"topic", "variant_id", "worker", "raw", "normalised", "count", "estimate",
-                           "uncorrected"}
+                           "uncorrected", "simulated"}
+    assert not any(r["simulated"] for r in rows)  # people, not the demo's simulation
     assert [r["topic"] for r in rows] == ["UQV100.001"] * 3 + ["UQV100.002"] * 3
     assert all(isinstance(r["topic"], str) and r["count"] == 1 for r in rows)
     for fmt, delim in [("tsv", "\t"), ("csv", ",")]:
@@ -73,31 +74,6 @@ def test_exports(done_study, admin_client):
         parsed = list(csv.DictReader(io.StringIO(text), delimiter=delim))
         assert parsed[0].keys() == rows[0].keys()
         assert [dict(p) for p in parsed] == [{k: str(v) for k, v in row.items()} for row in rows]
-
-
-def test_submit_view_query_budget(django_assert_max_num_queries, django_assert_num_queries):
-    """The hot path of a study, pinned: no session row, one locked read, one read of the
-    worker's items, the two inserts; the page after it is one read and the clock's start."""
-    study = make_study(attention=False, statements_per_worker=3)
-    c = Client()
-    arrive(c, study, "Q")
-    c.post(f"/crowd/s/{study.slug}/consent/", {"agree": "on"})
-    with django_assert_num_queries(2):  # the worker's items; start the clock
-        assert c.get(item_url(study, 1)).status_code == 200
-    with django_assert_num_queries(1):  # a reload: the clock is already running
-        assert c.get(item_url(study, 1)).status_code == 200
-    # savepoint, lock, items, variant, response, release
-    with django_assert_num_queries(6):
-        r = c.post(item_url(study, 1), {"query": "budget query"})
-    assert r.status_code == 302
-    with django_assert_num_queries(4):  # a repeat writes nothing: savepoint, lock, items, release
-        c.post(item_url(study, 1), {"query": "budget query"})
-    c.get(item_url(study, 2))
-    c.post(item_url(study, 2), {"query": "second"})
-    c.get(item_url(study, 3))
-    with django_assert_max_num_queries(7):  # the last answer also closes the participant
-        r = c.post(item_url(study, 3), {"query": "third"})
-    assert r["Location"].endswith("/done/")
 
 
 def test_create_study_command(capsys):

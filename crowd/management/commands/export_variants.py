@@ -7,7 +7,7 @@ from django.core.management.base import BaseCommand, CommandError
 from common.fileio import OutputError, atomic_output
 from common.manifest_command import ManifestMixin
 from crowd.models import TopicSet
-from crowd.selectors import STUDY_EXPORT_FIELDS as COLUMNS  # one set of export columns
+from crowd.selectors import VARIANT_EXPORT_FIELDS as COLUMNS  # a study export adds "simulated"
 from crowd.selectors import variant_groups, variant_list_by_topic
 from crowd.spreadsheet import spreadsheet_row
 

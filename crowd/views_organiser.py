@@ -163,7 +163,10 @@ class JudgingTaskForm(_Choices):
     mode = forms.ChoiceField(choices=[("intent", "intent"), ("topic", "topic"), ("user", "user")],
                              initial="topic")
     scale = forms.ChoiceField()
-    redundancy = forms.IntegerField(min_value=1, initial=1)
+    redundancy = forms.IntegerField(
+        min_value=1, required=False,
+        help_text="assessors per document; empty: 1 (leave it empty in user mode, where every "
+                  "writer of a topic judges its documents)")
     per_topic = forms.IntegerField(min_value=1, required=False)
     assessors = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}),
                                 help_text="user names, one a line or comma-separated; empty: anyone signed in")

@@ -68,8 +68,10 @@ class JudgingTaskCreateSerializer(serializers.Serializer):
     scale = serializers.CharField(default="trec-web", max_length=20)
     custom_grades = serializers.CharField(required=False, allow_null=True,
                                           help_text="for scale custom: value:label:key,…")
-    redundancy = serializers.IntegerField(min_value=0, max_value=services.MAX_REDUNDANCY, default=1,
-                                          help_text="assessors per document (user mode: 0 means every worker)")
+    redundancy = serializers.IntegerField(
+        min_value=0, max_value=services.MAX_REDUNDANCY, default=None, allow_null=True,
+        help_text="assessors per document (default 1); leave it out in user mode, where "
+                  "every writer of a topic judges its documents")
     order = serializers.ChoiceField(choices=[o for o, _ in JudgingTask.ORDER_CHOICES],
                                     default=JudgingTask.ORDER_POOL)
     batch = serializers.IntegerField(min_value=1, max_value=1000, default=10)

@@ -153,8 +153,9 @@ def topic_relevance_known(task: JudgingTask, topic_id: str) -> dict[int, bool]:
 def task_progress(task: JudgingTask, topic_id: str | None = None, *,
                   now: datetime | None = None) -> dict:
     """``{"total": {...}, "topics": {topic: {...}}}`` where each entry has ``items``,
-    ``slots`` (items × K), ``done``, ``leased`` (live leases) and ``remaining`` (free
-    slots and expired leases); with ``topic_id``, that topic only (and its total).
+    ``slots`` (items × K; in user mode, items × the topic's users), ``done``, ``leased``
+    (live leases) and ``remaining`` (free slots and expired leases); with ``topic_id``,
+    that topic only (and its total).
 
     Two queries that never scan the task's slots: ``done`` is the topics' count of done
     slots, which the services keep in the transaction that moves a slot into or out of
@@ -169,12 +170,15 @@ def task_progress(task: JudgingTask, topic_id: str | None = None, *,
         f"SELECT topic_id, COUNT(*) FROM {sql.SLOT} WHERE task_id = %s AND state = %s "
         f"AND lease_expires > %s{one} GROUP BY topic_id",
         [task.pk, JudgingSlot.LEASED, sql.db_time(now), *extra]))
-    rows = sql.rows(f"SELECT topic_id, size, slots_done FROM {sql.TOPIC} WHERE task_id = %s"
-                    f"{one} ORDER BY topic_id", [task.pk, *extra])
+    user_mode = task.mode == JudgingTask.MODE_USER
+    users = ", users" if user_mode else ", NULL"
+    rows = sql.rows(f"SELECT topic_id, size, slots_done{users} FROM {sql.TOPIC} "
+                    f"WHERE task_id = %s{one} ORDER BY topic_id", [task.pk, *extra])
     topics = {}
     total = {"items": 0, "slots": 0, "done": 0, "leased": 0, "remaining": 0}
-    for t, size, done in rows:
-        slots = size * task.redundancy
+    for t, size, done, who in rows:
+        # user mode: one slot per item for each of the topic's users
+        slots = size * (len(sql.loads_json(who) or ()) if user_mode else task.redundancy)
         entry = {"items": size, "slots": slots, "done": done, "leased": leased.get(t, 0),
                  "remaining": slots - done - leased.get(t, 0)}
         topics[t] = entry

@@ -225,7 +225,7 @@ def judging_task_create(
     mode: str = JudgingTask.MODE_INTENT,
     scale: str = "trec-web",
     custom_grades: str | None = None,
-    redundancy: int = 1,
+    redundancy: int | None = None,
     order: str = JudgingTask.ORDER_POOL,
     batch: int = 10,
     lease_minutes: int = 30,
@@ -234,15 +234,18 @@ def judging_task_create(
 ) -> JudgingTask:
     """A judging task over a finished pool, with its judgment set (same name), one item per
     pooled document (the first ``per_topic`` of each topic when given; required in user
-    mode) and ``redundancy`` slots per item.
+    mode) and ``redundancy`` slots per item (default 1).
 
     ``intent`` mode needs every topic to have intents (imported with the topics);
     ``topic`` mode grades each document once against the topic statement. ``user`` mode
     grades against the statement a worker wrote a query for: only the topic's workers
-    (variant worker ids) may lease its items, and every one of them judges the same
-    ``per_topic`` documents (``redundancy`` defaults to the largest number of workers of a
-    topic).
+    (variant worker ids; a signed-in account's ``account:`` prefix is dropped, as the
+    judging pages know it by its user name) may lease its items, and every one of them
+    judges the same ``per_topic`` documents: a topic's items get one slot per worker of
+    the topic, and ``redundancy`` (leave it out, or 0) is set to the largest number of
+    workers of a topic.
     """
+    from crowd.services.studies import ACCOUNT_PREFIX
     from crowd.selectors import topic_list
     from pooling.selectors import pool_documents
 
@@ -289,13 +292,16 @@ def judging_task_create(
         else:
             intents[topic_id] = [NO_INTENT]
         if mode == JudgingTask.MODE_USER:
-            users[topic_id] = sorted({v.worker_id for v in topic.variants.all() if v.worker_id}
+            users[topic_id] = sorted({v.worker_id.removeprefix(ACCOUNT_PREFIX)
+                                      for v in topic.variants.all() if v.worker_id}
                                      if topic else set())
     if mode == JudgingTask.MODE_USER:
         if not any(users.values()):
             raise ValueError("user mode needs query variants with worker ids; none found")
-        if redundancy in (None, 0):
-            redundancy = max(len(u) for u in users.values())
+        if redundancy not in (None, 0):
+            raise ValueError("user mode: every writer of a topic judges its documents; "
+                             "leave the redundancy out")
+        redundancy = max(len(u) for u in users.values())
     redundancy = 1 if redundancy is None else int(redundancy)
     if not 1 <= redundancy <= MAX_REDUNDANCY:
         raise ValueError(f"redundancy must be between 1 and {MAX_REDUNDANCY}")
@@ -319,21 +325,30 @@ def judging_task_create(
         _rows_insert(JudgingItem, ("task", "topic_id", "docid", "position"), (
             (task.pk, topic_id, docid, pos)
             for topic_id, docs in docs_by_topic.items() for pos, docid in enumerate(docs, 1)))
-        _slots_create(task, redundancy)
+        _slots_create(task, redundancy, users if mode == JudgingTask.MODE_USER else None)
     return task
 
 
-def _slots_create(task: JudgingTask, k: int) -> None:
-    """K free slots per item, in one INSERT … SELECT (no Python loop over items)."""
-    slot_t = JudgingSlot._meta.db_table
-    item_t = JudgingItem._meta.db_table
+def _slots_create(task: JudgingTask, k: int, users: dict[str, list[str]] | None = None
+                  ) -> None:
+    """K free slots per item, in one INSERT … SELECT (no Python loop over items). With
+    ``users`` (user mode), a topic's items get one slot per user of the topic: a topic
+    with fewer users than K has no slot that no one may take."""
     numbers = " UNION ALL ".join(f"SELECT {n} AS n" for n in range(k))
-    with connection.cursor() as cur:
-        cur.execute(
-            f"INSERT INTO {slot_t} (task_id, item_id, topic_id, position, slot_no, state) "
-            f"SELECT i.task_id, i.id, i.topic_id, i.position, k.n, %s "
-            f"FROM {item_t} i CROSS JOIN ({numbers}) k WHERE i.task_id = %s",
-            [JudgingSlot.FREE, task.pk])
+    sql.update(
+        f"INSERT INTO {sql.SLOT} (task_id, item_id, topic_id, position, slot_no, state) "
+        f"SELECT i.task_id, i.id, i.topic_id, i.position, k.n, %s "
+        f"FROM {sql.ITEM} i CROSS JOIN ({numbers}) k WHERE i.task_id = %s",
+        [JudgingSlot.FREE, task.pk])
+    fewer: dict[int, list[str]] = {}
+    for topic_id, who in (users or {}).items():
+        if len(who) < k:
+            fewer.setdefault(len(who), []).append(topic_id)
+    for n, topic_ids in sorted(fewer.items()):
+        for start in range(0, len(topic_ids), 500):
+            part = topic_ids[start:start + 500]
+            sql.update(f"DELETE FROM {sql.SLOT} WHERE task_id = %s AND slot_no >= %s "
+                       f"AND topic_id IN ({sql.placeholders(part)})", [task.pk, n, *part])
 
 
 def _task_rankings(pool, docs_by_topic: dict[str, list[str]]):

@@ -10,6 +10,7 @@ from io import StringIO
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.db.models import Count
 
 from crowd.models import Assignment, QueryVariant, Statement, Topic
 from judging import services
@@ -117,15 +118,15 @@ def test_each_writer_judges_exactly_their_topics_first_n_documents_in_pool_order
     for w in everyone:
         got = judge_everything(users, w, lambda t, d, w=w: int(d in rel.get((t, w), ())))
         assert got == {t: first[t] for t, ws in writers.items() if w in ws}, w
-    # every writer's slots are done; the spare slot of the one-writer topic stays free
+    # every writer's slots are done, and a topic has one slot per writer: none stays free
     done = defaultdict(set)
     for t, a in JudgingSlot.objects.filter(task=users, state=JudgingSlot.DONE).values_list(
             "topic_id", "assessor"):
         done[t].add(a)
     assert {t: sorted(a) for t, a in done.items()} == writers
     one = next(t for t, ws in writers.items() if len(ws) == 1)
-    assert JudgingSlot.objects.filter(task=users, topic_id=one,
-                                      state=JudgingSlot.FREE).count() == N
+    assert JudgingSlot.objects.filter(task=users, topic_id=one).count() == N
+    assert not JudgingSlot.objects.filter(task=users).exclude(state=JudgingSlot.DONE).exists()
 
 
 def test_a_worker_who_wrote_nothing_for_a_topic_gets_nothing_of_it(setup):
@@ -194,12 +195,42 @@ def test_create_judging_task_refuses_a_redundancy_in_user_mode(setup):
     with pytest.raises(CommandError, match="every writer of a topic judges"):
         call_command("create_judging_task", "--pool", "p", "--name", "u2", "--mode", "user",
                      "--per-topic", "3", "--redundancy", "1")
+    users = setup[0]
+    with pytest.raises(ValueError, match="leave the redundancy out"):
+        services.judging_task_create(pool=users.pool, name="u3", mode="user", per_topic=N,
+                                     redundancy=2)
+    assert not JudgingTask.objects.filter(name__in=["u2", "u3"]).exists()
+    # outside user mode the default is one assessor per document
+    assert services.judging_task_create(pool=users.pool, name="t1", mode="topic").redundancy == 1
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "judging_task_create defaults to redundancy=1 (so do the organiser form and the API), "
-    "and in user mode only None/0 become the number of writers: with the default, one "
-    "writer per document judges and the topic's other writers get nothing"))
+def test_the_organiser_form_and_the_api_leave_user_mode_redundancy_to_the_writers(
+        setup, client, django_user_model):
+    from rest_framework.test import APIClient
+
+    users, _, writers, _ = setup
+    staff = django_user_model.objects.create_user("org", password="pw", is_staff=True)
+    client.force_login(staff)
+    form = {"pool": users.pool_id, "mode": "user", "scale": "binary", "per_topic": N}
+    page = client.get("/crowd/organiser/judging-tasks/")
+    assert page.status_code == 200
+    assert client.post("/crowd/organiser/judging-tasks/", {**form, "name": "f1"}).status_code == 302
+    refused = client.post("/crowd/organiser/judging-tasks/",
+                          {**form, "name": "f2", "redundancy": 1})
+    assert refused.status_code == 400 and "leave the redundancy out" in refused.content.decode()
+    api = APIClient()
+    api.force_authenticate(staff)
+    made = api.post("/api/judging-tasks/", {"name": "a1", "pool": str(users.pool_id),
+                                           "mode": "user", "per_topic": N}, format="json")
+    assert made.status_code == 201, made.content
+    want = max(len(ws) for ws in writers.values())
+    assert {t.name: t.redundancy for t in JudgingTask.objects.filter(name__in=["f1", "a1"])} \
+        == {"f1": want, "a1": want}
+    topic = api.post("/api/judging-tasks/", {"name": "a2", "pool": str(users.pool_id),
+                                             "mode": "topic"}, format="json")
+    assert topic.status_code == 201 and JudgingTask.objects.get(name="a2").redundancy == 1
+
+
 def test_user_mode_service_default_lets_every_writer_judge(setup, tmp_path):
     users, _, writers, first = setup
     pool = users.pool
@@ -211,24 +242,23 @@ def test_user_mode_service_default_lets_every_writer_judge(setup, tmp_path):
         assert judge_everything(task, w, lambda t, d: 1).get(two) == first[two]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "user mode gives every topic K = the largest number of writers of any topic slots per "
-    "document, so a topic with fewer writers keeps free slots no one may take and the "
-    "task never shows as finished; slots (and progress) should follow each topic's writers"))
 def test_user_mode_task_is_finished_once_every_writer_has_judged(setup):
     from judging.selectors import task_progress
 
     users, _, writers, _ = setup
+    # a topic's slots: one per item for each of its writers, and progress counts those
+    slots = dict(JudgingSlot.objects.filter(task=users).values_list("topic_id").annotate(
+        n=Count("id")).values_list("topic_id", "n"))
+    assert slots == {t: N * len(ws) for t, ws in writers.items()}
+    before = task_progress(users)
+    assert {t: e["slots"] for t, e in before["topics"].items()} == slots
+    assert before["total"]["remaining"] == N * 3
     for w in sorted({w for ws in writers.values() for w in ws}):
         judge_everything(users, w, lambda t, d: 1)
     total = task_progress(users)["total"]
     assert (total["done"], total["remaining"]) == (N * 3, 0)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a signed-in worker writes queries as 'account:<user name>' (crowd.views) but judges "
-    "as '<user name>' (judging.views), so user mode never finds their topics; "
-    "judging_task_create should strip crowd's 'account:' prefix from the topic's users"))
 def test_a_signed_in_writer_judges_their_topic_on_the_judging_page(tmp_path, client,
                                                                   django_user_model):
     from crowd.models import Participant

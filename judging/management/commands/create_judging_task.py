@@ -34,17 +34,9 @@ class Command(BaseCommand):
     def handle(self, *args, **o):
         try:
             pool = pool_get(o["pool"])
-            redundancy = o["redundancy"]
-            if o["mode"] == "user":
-                if redundancy not in (None, 0):
-                    raise ValueError("user mode: every writer of a topic judges its documents; "
-                                     "leave out --redundancy")
-                redundancy = 0
-            elif redundancy is None:
-                redundancy = 1
             task = services.judging_task_create(
                 pool=pool, name=o["name"], mode=o["mode"], scale=o["scale"],
-                custom_grades=o["grades"], redundancy=redundancy, order=o["order"],
+                custom_grades=o["grades"], redundancy=o["redundancy"], order=o["order"],
                 batch=o["batch"], lease_minutes=o["lease_minutes"],
                 assessors=o["assessors"].split(","), per_topic=o["per_topic"])
         except ValueError as exc:

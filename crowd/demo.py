@@ -396,7 +396,7 @@ def demo_run(src: DemoSource, *, name: str = "demo", topics: int = 10, workers: 
                 grade = 1 if topic_qrels.get(item.topic_id, {}).get(item.docid, 0) > 0 else 0
                 judging_services.judgment_submit(
                     task, "sim-assessor", item.item_id, {i: grade for i in item.intents},
-                    submit_key=f"sim-{item.slot_id}")
+                    submit_key=f"sim-{item.slot_id}", simulated=True)
                 result.judged += 1
                 if result.judged % 50 == 0 or result.judged == want:
                     say(f"      {result.judged}/{want} judged")

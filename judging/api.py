@@ -93,7 +93,8 @@ class JudgmentSerializer(serializers.ModelSerializer):
     class Meta:
         model = Label
         fields = ["topic_id", "intent_id", "docid", "assessor", "grade", "cannot_judge",
-                  "rationale", "seconds", "created", "revision", "current", "withdrawn"]
+                  "rationale", "seconds", "created", "revision", "current", "withdrawn",
+                  "simulated"]
 
 
 class QrelsLineSerializer(serializers.Serializer):

@@ -190,13 +190,14 @@ def write_qrels(fh: IO[str], lines: Iterable[QrelsLine]) -> int:
 
 
 RAW_COLUMNS = ("topic", "intent", "docid", "assessor", "grade", "seconds", "time",
-               "revision", "current", "cannot_judge")
+               "revision", "current", "cannot_judge", "simulated")
 
 
 def write_raw(fh: IO[str], rows: Iterable[tuple]) -> int:
     """Tab-separated rows under a :data:`RAW_COLUMNS` header. Intent ``0`` means none, an
     empty grade a label the assessor could not judge, an empty ``seconds`` time not
-    recorded; ``time`` is ISO 8601 UTC; ``current`` is 1 for the revision that counts."""
+    recorded; ``time`` is ISO 8601 UTC; ``current`` is 1 for the revision that counts;
+    ``simulated`` is 1 for a label the demo's simulated assessor gave, 0 for a person's."""
     fh.write("\t".join(RAW_COLUMNS) + "\n")
     n = 0
     for row in rows:

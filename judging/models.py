@@ -52,6 +52,8 @@ class Label(models.Model):
     stored in the order they were made (file order for imports), and exports list items in
     the order of their earliest label that counts. ``submit_key`` is the idempotency key of
     the submit that wrote the label: a retried submit with the same key writes nothing.
+    ``simulated`` flags a label the demo's simulated assessor gave (as
+    ``crowd.Participant.simulated`` flags simulated workers).
     """
 
     judgment_set = models.ForeignKey(JudgmentSet, on_delete=models.CASCADE,
@@ -73,6 +75,9 @@ class Label(models.Model):
     item = models.ForeignKey(
         "JudgingItem", null=True, blank=True, on_delete=models.SET_NULL, related_name="labels"
     )
+    simulated = models.BooleanField(
+        default=False, db_default=False,  # also for rows written by COPY or raw SQL
+        help_text="given by the demo's simulated assessor, not a person")
 
     class Meta:
         constraints = [

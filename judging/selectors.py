@@ -117,10 +117,10 @@ def raw_rows(jset: JudgmentSet) -> Iterator[tuple]:
     :data:`judging.labelfiles.RAW_COLUMNS`)."""
     rows = (Label.objects.filter(judgment_set=jset).order_by("id").values_list(
         "topic_id", "intent_id", "docid", "assessor", "grade", "seconds", "created",
-        "revision", "current", "cannot_judge"))
-    for t, i, d, a, g, s, c, r, cur, cj in rows.iterator(chunk_size=10000):
+        "revision", "current", "cannot_judge", "simulated"))
+    for t, i, d, a, g, s, c, r, cur, cj, sim in rows.iterator(chunk_size=10000):
         yield (t, i or "0", d, a, g, s, c.astimezone(dt_timezone.utc).isoformat(), r,
-               int(cur), " ".join(cj.split()))
+               int(cur), " ".join(cj.split()), int(sim))
 
 
 def relevance_by_topic(jset: JudgmentSet) -> dict[str, set[str]]:

@@ -139,11 +139,11 @@ def judgments_import(path, *, format: str, name: str, topic_set_name: str | None
                 key = (r.topic_id, r.intent_id, r.docid, r.assessor)
                 rev = seen[key] = seen.get(key, 0) + 1
                 yield (jset.pk, r.topic_id, r.intent_id, r.docid, r.assessor, r.grade, "", "",
-                       now, rev, rev == count[key], False, r.line)
+                       now, rev, rev == count[key], False, r.line, False)
 
         _rows_insert(Label, ("judgment_set", "topic_id", "intent_id", "docid", "assessor",
                              "grade", "cannot_judge", "rationale", "created", "revision",
-                             "current", "withdrawn", "line"), rows())
+                             "current", "withdrawn", "line", "simulated"), rows())
     return jset
 
 
@@ -585,12 +585,15 @@ def judgment_submit(
     seconds: float | None = None,
     rationale: str = "",
     cannot_judge: str = "",
+    simulated: bool = False,
     now: datetime | None = None,
 ) -> list[Label]:
     """Record the assessor's grades of one item: ``{intent id: grade}`` with every intent of
     the item's topic (``""`` in topic and user modes), each a value of the task's scale; or
     ``cannot_judge`` (a reason) with no grades. The first submit of an item completes the
     assessor's slot; a later one is a new revision (the previous stays in the history).
+    ``simulated``: the grades come from the demo's simulated assessor, not a person (the
+    labels say so).
 
     Idempotent: a submit whose ``submit_key`` was already recorded writes nothing and
     returns the labels recorded then. A submit after the lease expired is accepted while
@@ -652,7 +655,7 @@ def judgment_submit(
                   docid=docid, assessor=assessor, grade=grade, cannot_judge=cannot_judge,
                   rationale=rationale, seconds=seconds, created=now,
                   revision=(revision or 0) + 1, current=True, submit_key=submit_key,
-                  item_id=item_id)
+                  item_id=item_id, simulated=bool(simulated))
             for intent, grade in values])
         if completes:  # last: the topic's row is locked only until the commit
             _done_count(task, topic_id, +1)

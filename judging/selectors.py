@@ -34,6 +34,26 @@ def judgment_set_get(name: str) -> JudgmentSet:
         raise ValueError(f"no judgment set named {name!r} (known: {known})") from None
 
 
+# Prolific fills in its placeholders; MTurk appends the worker, HIT and assignment ids
+PROLIFIC_QUERY = ("?PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}"
+                  "&SESSION_ID={{%SESSION_ID%}}")
+MTURK_QUERY = "?workerId=…&hitId=…&assignmentId=…"
+
+
+def task_crowd_links(task: JudgingTask, base_url: str = "") -> dict[str, str]:
+    """``{"prolific": …, "mturk": …}``: the public links of a published task, as the
+    organiser's task page shows them and ``publish_judging_task`` prints them: Prolific's
+    study URL (with Prolific's placeholders) and the MTurk pattern. ``base_url`` (scheme
+    and host) makes them absolute; without it they are paths."""
+    from django.urls import reverse
+
+    if task.study_id is None:
+        raise ValueError(f"task {task.name!r} is not published")
+    entry = base_url.rstrip("/") + reverse("judging:crowd_entry",
+                                           kwargs={"slug": task.study.slug})
+    return {"prolific": entry + PROLIFIC_QUERY, "mturk": entry + MTURK_QUERY}
+
+
 def task_list(assessor: str | None = None):
     """Tasks, newest first; with ``assessor``, those open to them (an empty assessor list
     is open to anyone the pages admit)."""

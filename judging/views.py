@@ -347,10 +347,8 @@ def manage_task(request, name):
         collection = selectors.task_collection(task).name
     except ValueError:
         collection = ""
-    study_url = ""
-    if task.study_id:
-        study_url = request.build_absolute_uri(
-            reverse("judging:crowd_entry", kwargs={"slug": task.study.slug}))
+    crowd_links = (selectors.task_crowd_links(task, request.build_absolute_uri("/"))
+                   if task.study_id else None)
     return render(request, "judging/manage_task.html", {
         "task": task, "total": _bar(progress["total"]),
         "topics": [{"topic_id": t, **_bar(e)} for t, e in progress["topics"].items()],
@@ -359,7 +357,7 @@ def manage_task(request, name):
         "gold": selectors.task_gold_accuracy(task),
         "collection": collection, "collection_form": CollectionForm(),
         "publish_form": PublishForm() if not task.study_id else None,
-        "study_url": study_url, "formats": selectors.EXPORT_FORMATS,
+        "crowd_links": crowd_links, "formats": selectors.EXPORT_FORMATS,
     })
 
 

@@ -9,7 +9,7 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from judging import services
+from judging import selectors, services
 from judging.models import JudgingTask
 
 from .conftest import make_pool
@@ -45,6 +45,11 @@ def publish(*args):
     return out.getvalue()
 
 
+def publish_links_of(out: str) -> dict[str, str]:
+    lines = dict(line.split(": ", 1) for line in out.splitlines() if ": " in line)
+    return {"prolific": lines["Prolific"], "mturk": lines["MTurk"]}
+
+
 def test_publish_prints_the_organiser_pages_links(task, consent, gold, admin_client, client):
     out = publish("--task", "crowd", "--completion-code", "JUDGE-7", "--consent-file",
                   str(consent), "--judgments-for-code", "5", "--gold-set", "gold",
@@ -64,10 +69,14 @@ def test_publish_prints_the_organiser_pages_links(task, consent, gold, admin_cli
     assert f"MTurk: {entry}?workerId=…&hitId=…&assignmentId=…\n" in out
     assert "after 5 judgments, with at least 0.8 of gold items from gold" in out
 
-    # the same link as the organiser's task page shows (which gives an absolute URL)
+    # the same links as the organiser's task page shows (which gives absolute URLs)
     page = admin_client.get("/judging/manage/crowd/").content.decode()
-    shown = html.unescape(re.search(r'<code id="crowd-link">([^<]+)</code>', page).group(1))
-    assert shown.endswith(prolific)
+    shown = {k: html.unescape(re.search(rf'<code id="{i}">([^<]+)</code>', page).group(1))
+             for k, i in (("prolific", "crowd-link"), ("mturk", "crowd-link-mturk"))}
+    assert shown == {"prolific": "http://testserver" + prolific,
+                     "mturk": f"http://testserver{entry}?workerId=…&hitId=…&assignmentId=…"}
+    again = publish_links_of(out)
+    assert {k: "http://testserver" + v for k, v in again.items()} == shown
     # and a worker arriving through it with the placeholders filled in is let in
     r = client.get(entry + "?PROLIFIC_PID=5f1e2d3c4b5a69788796a5b4&STUDY_ID=st9&SESSION_ID=s")
     assert r.status_code == 302 and r["Location"].endswith("/judge/")
@@ -80,6 +89,10 @@ def test_publish_defaults_and_absolute_links(task, consent):
     assert task.crowd_judgments == task.batch == 3  # default: one batch
     assert task.gold_set is None and task.gold_rate == 0
     assert f"Prolific: https://judge.example.org/judging/w/{task.study.slug}/?PROLIFIC_PID=" in out
+    assert publish_links_of(out) == selectors.task_crowd_links(task, "https://judge.example.org")
+    unpublished = services.judging_task_create(pool=task.pool, name="other", mode="topic")
+    with pytest.raises(ValueError, match="'other' is not published"):
+        selectors.task_crowd_links(unpublished)
 
 
 @pytest.mark.parametrize("extra, message", [

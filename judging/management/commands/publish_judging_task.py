@@ -1,24 +1,8 @@
 """python manage.py publish_judging_task --task NAME --completion-code C --consent-file F
 [--judgments-for-code N] [--gold-set S --gold-rate R] [...]"""
 from django.core.management.base import BaseCommand, CommandError
-from django.urls import reverse
 
 from judging import selectors, services
-
-PROLIFIC_QUERY = "?PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}"
-MTURK_QUERY = "?workerId=…&hitId=…&assignmentId=…"
-
-
-def crowd_links(task, base_url: str = "") -> dict[str, str]:
-    """The public links of a published task, as the organiser's task page shows them:
-    Prolific's study URL (with Prolific's placeholders) and the MTurk pattern (MTurk
-    appends the worker, HIT and assignment ids itself). ``base_url`` (scheme and host)
-    makes them absolute; without it they are paths."""
-    if task.study_id is None:
-        raise ValueError(f"task {task.name!r} is not published")
-    entry = base_url.rstrip("/") + reverse("judging:crowd_entry",
-                                           kwargs={"slug": task.study.slug})
-    return {"prolific": entry + PROLIFIC_QUERY, "mturk": entry + MTURK_QUERY}
 
 
 class Command(BaseCommand):
@@ -71,7 +55,7 @@ class Command(BaseCommand):
                 prolific_study_id=o["prolific_study_id"].strip(),
                 mturk_hit_ids="\n".join(h.strip() for h in o["mturk_hit_ids"].split(",")
                                         if h.strip()))
-            links = crowd_links(task, o["base_url"])
+            links = selectors.task_crowd_links(task, o["base_url"])
         except ValueError as exc:
             raise CommandError(str(exc)) from None
         gold_note = (f", with at least {task.gold_min_accuracy} of gold items from "

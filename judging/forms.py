@@ -74,8 +74,23 @@ class JudgmentForm(forms.Form):
         return {i: self.cleaned_data[f"grade_{n}"] for n, i in enumerate(self.intents)}
 
 
+def _collection_choices() -> list[tuple[str, str]]:
+    from retrieval.selectors import collection_list
+
+    return [(c.name, c.name) for c in collection_list()]
+
+
 class CollectionForm(forms.Form):
-    collection = forms.CharField(max_length=100)
+    """The collection a task's documents are read from: a select of the collections there
+    are, with ``current`` (the one the task reads now) selected."""
+
+    collection = forms.ChoiceField(error_messages={
+        "invalid_choice": "There is no collection named %(value)r; upload it first."})
+
+    def __init__(self, *args, current: str = "", **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["collection"].choices = _collection_choices()
+        self.fields["collection"].initial = current or None
 
 
 class PublishForm(forms.Form):

@@ -226,13 +226,17 @@ def _assessor_task(request, name: str):
     """The task, when this signed-in account is one of its assessors; else 404."""
     task = _task_or_404(name)
     user = request.user.get_username()
-    if task.assessors:
-        allowed = user in task.assessors
-    else:
-        allowed = task.study_id is None  # a published task is judged by crowd workers only
-    if not allowed:
+    if not _may_judge(task, user):
         raise Http404("No such judging task.")
     return task, user
+
+
+def _may_judge(task, user: str) -> bool:
+    """Whether this signed-in account judges the task on the assessor pages (organisers
+    too only when the task lists them, or lists no one)."""
+    if task.assessors:
+        return user in task.assessors
+    return task.study_id is None  # a published task is judged by crowd workers only
 
 
 @login_required
@@ -355,7 +359,8 @@ def manage_task(request, name):
         "intents": selectors.task_intent_stats(task),
         "assessors": selectors.task_assessor_stats(task),
         "gold": selectors.task_gold_accuracy(task),
-        "collection": collection, "collection_form": CollectionForm(),
+        "collection": collection, "collection_form": CollectionForm(current=collection),
+        "may_judge": _may_judge(task, request.user.get_username()),
         "publish_form": PublishForm() if not task.study_id else None,
         "crowd_links": crowd_links, "formats": selectors.EXPORT_FORMATS,
     })
@@ -366,12 +371,15 @@ def manage_task(request, name):
 def manage_collection(request, name):
     task = _task_or_404(name)
     form = CollectionForm(request.POST)
-    if form.is_valid():
-        try:
-            services.judging_task_collection_set(task, form.cleaned_data["collection"])
-        except ValueError as exc:
-            return render(request, "judging/message.html", {"task": task, "message": str(exc)},
-                          status=400)
+    if not form.is_valid():
+        message = " ".join(e for errors in form.errors.values() for e in errors)
+        return render(request, "judging/message.html", {"task": task, "message": message},
+                      status=400)
+    try:
+        services.judging_task_collection_set(task, form.cleaned_data["collection"])
+    except ValueError as exc:
+        return render(request, "judging/message.html", {"task": task, "message": str(exc)},
+                      status=400)
     return redirect("judging:manage_task", name=name)
 
 

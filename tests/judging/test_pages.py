@@ -213,3 +213,49 @@ def test_next_item_page_and_submit_take_a_handful_of_queries(
         with django_assert_max_num_queries(14 if n == 2 else 11):
             html = alice.get("/judging/tasks/t/").content.decode()
         assert 'name="grade_1"' in html
+
+
+def test_the_task_page_links_to_judging_for_organisers_who_may_judge_it(pool, pages_index,
+                                                                         django_user_model):
+    from django.test import Client
+
+    boss = Client()
+    boss.force_login(django_user_model.objects.create_user("boss", password="pw",
+                                                           is_staff=True))
+    make_task(pool, pages_index, name="listed", assessors=("alice", "boss"))
+    make_task(pool, pages_index, name="others", assessors=("alice",))
+    make_task(pool, pages_index, name="open", assessors=())
+    published = make_task(pool, pages_index, name="crowd", assessors=())
+    services.judging_task_publish(published, completion_code="C", consent_text="ok",
+                                  judgments=1)
+    for name, shown in (("listed", True), ("others", False), ("open", True),
+                        ("crowd", False)):
+        page = boss.get(f"/judging/manage/{name}/").content.decode()
+        link = f'<a id="judge-link" href="/judging/tasks/{name}/">'
+        assert (link in page) is shown, name
+        # the link is shown exactly when the judging page lets the organiser in
+        assert boss.get(f"/judging/tasks/{name}/").status_code == (200 if shown else 404), name
+
+
+def test_the_collection_is_chosen_from_a_select_of_collections(pool, pages_index,
+                                                               admin_client):
+    from retrieval.models import Collection
+
+    task = make_task(pool, pages_index)
+    Collection.objects.create(name="other", format="jsonl", source_path="o.jsonl",
+                              index_path="/nonexistent", doc_count=0, status="ready")
+    page = admin_client.get("/judging/manage/t/").content.decode()
+    select = re.search(r'<select name="collection"[^>]*>(.*?)</select>', page, re.S).group(1)
+    assert re.findall(r'<option value="([^"]+)"', select) == ["other", "pages"]
+    assert '<option value="pages" selected>' in select
+    assert admin_client.post("/judging/manage/t/collection/",
+                             {"collection": "other"}).status_code == 302
+    task.refresh_from_db()
+    assert task.collection.name == "other"
+    page = admin_client.get("/judging/manage/t/").content.decode()
+    assert '<option value="other" selected>' in page
+    bad = admin_client.post("/judging/manage/t/collection/", {"collection": "missing"})
+    assert bad.status_code == 400
+    assert "There is no collection named &#x27;missing&#x27;" in bad.content.decode()
+    task.refresh_from_db()
+    assert task.collection.name == "other"

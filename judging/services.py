@@ -245,8 +245,8 @@ def judging_task_create(
     the topic, and ``redundancy`` (leave it out, or 0) is set to the largest number of
     workers of a topic.
     """
-    from crowd.services.studies import ACCOUNT_PREFIX
     from crowd.selectors import topic_list
+    from crowd.services import ACCOUNT_PREFIX
     from pooling.selectors import pool_documents
 
     name = clean_name(name, "task name")

@@ -112,6 +112,7 @@ def test_demo_end_to_end(broker, shared_data, tmp_path, admin_client):
     labels = list(Label.objects.filter(judgment_set=task.judgment_set))
     assert len(labels) == round(task.items_count * 0.5)
     assert {lb.assessor for lb in labels} == {"sim-assessor"}
+    assert all(lb.simulated for lb in labels)  # flagged in the database, not only by name
     qrels_all: dict = {}
     for line in (cacm / "cacm.qrels").read_text().splitlines():
         q, _, d, r = line.split()

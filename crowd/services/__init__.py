@@ -4,6 +4,7 @@
 flow. Other apps import from here.
 """
 from crowd.services.studies import (
+    ACCOUNT_PREFIX,
     SessionMismatch,
     StudyClosed,
     StudyError,
@@ -25,6 +26,7 @@ from crowd.services.topics import (
 )
 
 __all__ = [
+    "ACCOUNT_PREFIX",
     "ImportRejected", "SessionMismatch", "StudyClosed", "StudyError", "SubmitResult",
     "assignment_mark_shown", "item_page_show", "participant_arrive", "participant_consent",
     "participant_get", "response_submit",

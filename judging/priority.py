@@ -73,6 +73,7 @@ import numpy as np
 
 __all__ = [
     "ADAPTIVE_ORDERS",
+    "AdaptiveReplay",
     "adaptive_order",
     "bandit_mean",
     "NS_DISCOUNT",
@@ -100,80 +101,131 @@ def depth_order(min_rank: Sequence[int]) -> list[int]:
 
 
 class _Rankings:
-    """Cursors over the contributing rankings; ``next_unreached(s)`` skips items already
-    reached through any ranking and returns -1 when ranking s is exhausted."""
+    """Cursors over the contributing rankings and the items reached through any of them."""
 
     def __init__(self, rankings: Sequence[Sequence[int]], n_items: int):
         self.rankings = [np.asarray(r, dtype=np.int64) for r in rankings]
         self.cursor = [0] * len(self.rankings)
         self.reached = np.zeros(n_items, dtype=bool)
 
-    def next_unreached(self, s: int) -> int:
-        r, c = self.rankings[s], self.cursor[s]
-        while c < len(r) and self.reached[r[c]]:
-            c += 1
-        self.cursor[s] = c
-        if c >= len(r):
-            return -1
-        self.cursor[s] = c + 1
-        item = int(r[c])
-        self.reached[item] = True
-        return item
-
-    def next_any(self, s: int) -> tuple[int, bool]:
-        """The next item of ranking s, reached before or not: (item, first time)."""
-        r, c = self.rankings[s], self.cursor[s]
-        if c >= len(r):
-            return -1, False
-        self.cursor[s] = c + 1
-        item = int(r[c])
-        first = not self.reached[item]
-        self.reached[item] = True
-        return item, first
+    def copy(self) -> "_Rankings":
+        other = _Rankings.__new__(_Rankings)
+        other.rankings, other.cursor = self.rankings, list(self.cursor)
+        other.reached = self.reached.copy()
+        return other
 
 
-def _mtf(rk: _Rankings, known: Mapping[int, bool]) -> Iterator[int]:
-    n = len(rk.rankings)
-    # heap of (-priority, tick, ranking); the tick makes equal priorities first-in first-out
-    heap = [(0, s, s) for s in range(n)]
-    tick = n
-    while heap:
-        neg_p, _, s = heap[0]
-        item = rk.next_unreached(s)
-        if item < 0:
-            heapq.heappop(heap)
-            continue
-        rel = known.get(item)
-        if rel is None:
-            yield item  # still to be judged: no feedback, the same ranking stays in front
-            rel = known.get(item)  # given meanwhile by a sequential caller
-        if rel is False:
-            heapq.heapreplace(heap, (neg_p + 1, tick, s))
-            tick += 1
+class _MTF:
+    """Move-to-front as a state machine: :meth:`peek` names the next item (-1 when every
+    ranking is exhausted), :meth:`commit` takes it with its relevance (None: no feedback)."""
+
+    def __init__(self, rk: _Rankings):
+        n = len(rk.rankings)
+        self.rk = rk
+        # heap of (-priority, tick, ranking); the tick makes equal priorities first-in first-out
+        self.heap = [(0, s, s) for s in range(n)]
+        self.tick = n
+
+    def copy(self) -> "_MTF":
+        other = _MTF.__new__(_MTF)
+        other.rk, other.heap, other.tick = self.rk.copy(), list(self.heap), self.tick
+        return other
+
+    def peek(self) -> tuple[int, bool]:
+        rk = self.rk
+        while self.heap:
+            s = self.heap[0][2]
+            r, c = rk.rankings[s], rk.cursor[s]
+            while c < len(r) and rk.reached[r[c]]:  # reached through another ranking
+                c += 1
+            rk.cursor[s] = c
+            if c < len(r):
+                return int(r[c]), True
+            heapq.heappop(self.heap)
+        return -1, False
+
+    def commit(self, rel: bool | None) -> None:
+        neg_p, _, s = self.heap[0]
+        c = self.rk.cursor[s]
+        self.rk.reached[self.rk.rankings[s][c]] = True
+        self.rk.cursor[s] = c + 1
+        if rel is False:  # relevant or not yet judged: the same ranking stays in front
+            heapq.heapreplace(self.heap, (neg_p + 1, self.tick, s))
+            self.tick += 1
 
 
-def _bandit(rk: _Rankings, known: Mapping[int, bool], discount: float = 1.0) -> Iterator[int]:
+class _Bandit:
     """Maximum-mean bandit; ``discount`` < 1 is the non-stationary MM-NS (the counts of
     the ranking just played are multiplied by ``discount`` before its new observation is
-    added), 1 the stationary MM."""
-    n = len(rk.rankings)
-    rel = [0.0] * n
-    nonrel = [0.0] * n
-    live = list(range(n))
-    while live:
-        s = max(live, key=lambda k: (bandit_mean(rel[k], nonrel[k]), -k))
-        item, first = rk.next_any(s)
+    added), 1 the stationary MM. The ranking played is the one of largest posterior mean,
+    ties to the ranking listed first: the top of a heap of (-mean, ranking), where only the
+    ranking just played changes its mean."""
+
+    def __init__(self, rk: _Rankings, discount: float = 1.0):
+        n = len(rk.rankings)
+        self.rk, self.discount = rk, discount
+        self.rel = [0.0] * n
+        self.nonrel = [0.0] * n
+        self.heap = [(-bandit_mean(0.0, 0.0), s) for s in range(n)]
+
+    def copy(self) -> "_Bandit":
+        other = _Bandit.__new__(_Bandit)
+        other.rk, other.discount = self.rk.copy(), self.discount
+        other.rel, other.nonrel, other.heap = list(self.rel), list(self.nonrel), list(self.heap)
+        return other
+
+    def peek(self) -> tuple[int, bool]:
+        """The next item of the ranking played and whether it is reached the first time."""
+        rk = self.rk
+        while self.heap:
+            s = self.heap[0][1]
+            r, c = rk.rankings[s], rk.cursor[s]
+            if c < len(r):
+                item = int(r[c])
+                return item, not rk.reached[item]
+            heapq.heappop(self.heap)  # retired: no documents left
+        return -1, False
+
+    def commit(self, rel: bool | None) -> None:
+        s = self.heap[0][1]
+        c = self.rk.cursor[s]
+        self.rk.reached[self.rk.rankings[s][c]] = True
+        self.rk.cursor[s] = c + 1
+        if rel is None:  # not judged yet: no evidence
+            return
+        d = self.discount
+        self.rel[s] = d * self.rel[s] + (1.0 if rel else 0.0)
+        self.nonrel[s] = d * self.nonrel[s] + (0.0 if rel else 1.0)
+        heapq.heapreplace(self.heap, (-bandit_mean(self.rel[s], self.nonrel[s]), s))
+
+
+def _policy(order: str, rankings: Sequence[Sequence[int]], n_items: int):
+    rk = _Rankings(rankings, n_items)
+    if order == "mtf":
+        return _MTF(rk)
+    if order == "bandit":
+        return _Bandit(rk)
+    if order == "bandit-ns":
+        return _Bandit(rk, NS_DISCOUNT)
+    raise ValueError(f"adaptive order must be one of {ADAPTIVE_ORDERS}, not {order!r}")
+
+
+def _run(policy, known: Mapping[int, bool]) -> Iterator[int]:
+    """Carry the policy on from its state: yield each item reached the first time whose
+    relevance is not known (it gives no feedback unless a sequential caller records it in
+    ``known`` before resuming), then the items no ranking holds, in pool order."""
+    while True:
+        item, first = policy.peek()
         if item < 0:
-            live.remove(s)
-            continue
-        r = known.get(item)
-        if r is None and first:
+            break
+        rel = known.get(item)
+        if rel is None and first:
             yield item
-            r = known.get(item)  # given meanwhile by a sequential caller
-        if r is None:
-            continue
-        rel[s] = discount * rel[s] + (1.0 if r else 0.0)
-        nonrel[s] = discount * nonrel[s] + (0.0 if r else 1.0)
+            rel = known.get(item)  # given meanwhile by a sequential caller
+        policy.commit(rel)
+    for item in np.flatnonzero(~policy.rk.reached):
+        if int(item) not in known:
+            yield int(item)
 
 
 def adaptive_order(
@@ -185,19 +237,54 @@ def adaptive_order(
     """Items not in ``known``, in the order the policy ``order`` (mtf, bandit or
     bandit-ns) reaches them given the relevance of the items in ``known``; then any item
     no ranking holds, in pool order. Lazy: take only as many as needed."""
-    rk = _Rankings(rankings, n_items)
-    if order == "mtf":
-        gen = _mtf(rk, known)
-    elif order == "bandit":
-        gen = _bandit(rk, known)
-    elif order == "bandit-ns":
-        gen = _bandit(rk, known, NS_DISCOUNT)
-    else:
-        raise ValueError(f"adaptive order must be one of {ADAPTIVE_ORDERS}, not {order!r}")
-    yield from gen
-    for item in np.flatnonzero(~rk.reached):
-        if int(item) not in known:
-            yield int(item)
+    return _run(_policy(order, rankings, n_items), known)
+
+
+class AdaptiveReplay:
+    """:func:`adaptive_order` for one topic, asked again and again as judgments arrive,
+    without replaying from the start each time.
+
+    It keeps the policy's state at its *frontier*: the point just before the replay first
+    reaches an item whose relevance is not known. Up to there the replay read only the
+    relevance of the items it consumed (kept in ``consumed``), so for new judgments the
+    replay is the same up to the frontier as long as none of those items changed; it then
+    carries on from the frontier, consuming the newly known items, to the new frontier.
+    When a consumed item's relevance changed (a revision, an undo, a second assessor
+    tipping the majority) it replays from the start. Either way :meth:`items` is exactly
+    ``adaptive_order(order, rankings, n_items, known)``."""
+
+    def __init__(self, order: str, rankings: Sequence[Sequence[int]], n_items: int):
+        self.order, self.rankings, self.n_items = order, rankings, n_items
+        self.full_replays = 0
+        self._restart()
+
+    def _restart(self) -> None:
+        self._state = _policy(self.order, self.rankings, self.n_items)
+        self._consumed: dict[int, bool | None] = {}
+        self.full_replays += 1
+
+    def items(self, known: Mapping[int, bool], changed=None) -> Iterator[int]:
+        """The items not in ``known`` in the policy's order. ``changed``: the items whose
+        relevance may differ from ``known`` at the previous call (None: any may have)."""
+        consumed = self._consumed
+        if changed is None:
+            stale = any(known.get(i) != v for i, v in consumed.items())
+        else:
+            stale = any(i in consumed for i in changed)
+        if stale:
+            self._restart()
+            consumed = self._consumed
+        state = self._state
+        while True:
+            item, first = state.peek()
+            if item < 0:
+                break
+            rel = known.get(item)
+            if rel is None and first:
+                break  # the frontier
+            state.commit(rel)
+            consumed[item] = rel
+        return _run(state.copy(), known)
 
 
 def order_items(

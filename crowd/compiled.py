@@ -30,6 +30,7 @@ import datetime
 from collections.abc import Callable, Iterable, Sequence
 from typing import NamedTuple
 
+from django.conf import settings
 from django.db import connections
 from django.db.models import Model, QuerySet
 from django.utils import timezone
@@ -37,9 +38,23 @@ from django.utils.dateparse import parse_datetime
 
 try:  # psycopg 3: server-side binding with prepared statements
     import psycopg
+    from psycopg.types.datetime import TimestamptzLoader
+
+    _TIMESTAMPTZ_OID = psycopg.postgres.types["timestamptz"].oid
 
     class _PreparedCursor(psycopg.Cursor):
-        """A psycopg cursor that prepares every statement it runs (once per connection)."""
+        """A psycopg cursor that prepares every statement it runs (once per connection).
+
+        When the connection's time zone is UTC (Django sets it so with ``USE_TZ``),
+        timestamps load through psycopg's own loader (compiled in psycopg-binary), which
+        then gives what Django's loader gives (aware datetimes in ``datetime.timezone.utc``)
+        at a fraction of its cost: Django's subclass runs in Python, and a worker's page
+        reads a timestamp per item."""
+
+        def __init__(self, connection, *args, **kwargs):
+            super().__init__(connection, *args, **kwargs)
+            if settings.USE_TZ and connection.info.parameter_status("TimeZone") == "UTC":
+                self.adapters.register_loader(_TIMESTAMPTZ_OID, TimestamptzLoader)
 
         def execute(self, query, params=None, *, prepare=None, binary=None):
             return super().execute(query, params, prepare=True if prepare is None else prepare,

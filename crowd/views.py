@@ -13,6 +13,7 @@ from django.contrib.auth.decorators import user_passes_test
 from django.http import Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.encoding import escape_uri_path
 from django.views.decorators.http import require_http_methods
 
 from crowd import quality, selectors, services
@@ -192,9 +193,12 @@ def _render_item(request, page, current, *, values=None, errors=None):
     """The item page; ``values``/``errors``: what the worker posted and why it was refused
     (field name -> value, field name -> messages)."""
     values, errors = values or {}, errors or {}
+    number = page.items.index(current) + 1
     return render(request, "crowd/item.html", {
-        "study": page.study, "item": current,
-        "number": page.items.index(current) + 1, "total": len(page.items),
+        "study": page.study, "item": current, "number": number,
+        # plain text, not numbers the template would localise; the form posts back to
+        # this page's own address (both: the hot path of a study)
+        "progress": f"{number} of {len(page.items)}", "action": escape_uri_path(request.path),
         "choices": page.study.question_choice_list(),
         "query": values.get("query", ""), "estimate": values.get("estimate", ""),
         "query_errors": errors.get("query", ()), "estimate_errors": errors.get("estimate", ()),

@@ -56,6 +56,11 @@ def parse_args(argv=None):
     p.add_argument("--per-worker", type=int, default=5, help="statements per worker")
     p.add_argument("--gunicorn-workers", type=int, default=4)
     p.add_argument("--gunicorn-threads", type=int, default=1, help=">1 uses the gthread worker")
+    p.add_argument("--worker-class", choices=("sync", "gthread"), default=None,
+                   help="gunicorn worker class (default: sync, or gthread with --gunicorn-threads > 1)")
+    p.add_argument("--keep-alive", action=argparse.BooleanOptionalAction, default=True,
+                   help="each simulated browser keeps its connection open between requests, as "
+                        "browsers do (gunicorn's sync worker still closes it after each response)")
     p.add_argument("--port", type=int, default=18765)
     p.add_argument("--database", default="qv_bench")
     p.add_argument("--pg", default="postgres://postgres@127.0.0.1:5432",
@@ -78,28 +83,58 @@ def parse_args(argv=None):
 
 
 class Browser:
-    def __init__(self, port: int, timeout: float):
+    """``keep_alive``: one connection for all of the browser's requests while the server
+    keeps it open (as browsers do), else a new connection per request."""
+
+    def __init__(self, port: int, timeout: float, keep_alive: bool = False):
         self.port = port
         self.timeout = timeout
+        self.keep_alive = keep_alive
+        self.conn: http.client.HTTPConnection | None = None
         self.cookies: dict[str, str] = {}
 
+    def _connect(self) -> http.client.HTTPConnection:
+        return http.client.HTTPConnection(HOST, self.port, timeout=self.timeout)
+
+    def close(self):
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+
     def request(self, method: str, path: str, form: dict | None = None):
-        headers = {"Host": f"{HOST}:{self.port}", "Connection": "close"}
+        headers = {"Host": f"{HOST}:{self.port}"}
+        if not self.keep_alive:
+            headers["Connection"] = "close"
         if self.cookies:
             headers["Cookie"] = "; ".join(f"{k}={v}" for k, v in self.cookies.items())
         body = None
         if form is not None:
             body = urlencode(form).encode()
             headers["Content-Type"] = "application/x-www-form-urlencoded"
-        conn = http.client.HTTPConnection(HOST, self.port, timeout=self.timeout)
+        reused = self.conn is not None
+        conn, self.conn = self.conn or self._connect(), None
         try:
             t0 = time.perf_counter()
-            conn.request(method, path, body=body, headers=headers)
-            resp = conn.getresponse()
+            try:
+                conn.request(method, path, body=body, headers=headers)
+                resp = conn.getresponse()
+            except (http.client.RemoteDisconnected, ConnectionError):
+                if not reused:
+                    raise
+                # the server closed the idle kept-alive connection before reading this
+                # request (as browsers do: sent again on a new connection)
+                conn.close()
+                conn = self._connect()
+                t0 = time.perf_counter()
+                conn.request(method, path, body=body, headers=headers)
+                resp = conn.getresponse()
             data = resp.read()
             elapsed = time.perf_counter() - t0
+            if self.keep_alive and not resp.will_close:
+                conn, self.conn = None, conn
         finally:
-            conn.close()
+            if conn is not None:
+                conn.close()
         for name, value in resp.getheaders():
             if name.lower() == "set-cookie":
                 k, _, rest = value.partition("=")
@@ -136,7 +171,7 @@ class Results:
 def simulate_worker(i: int, slug: str, code: str, port: int, args, results: Results, deadline: float):
     rng = random.Random(i)
     pid = f"bench{i:05d}{secrets.token_hex(4)}"
-    b = Browser(port, timeout=max(5.0, deadline - time.monotonic()))
+    b = Browser(port, timeout=max(5.0, deadline - time.monotonic()), keep_alive=args.keep_alive)
     try:
         q = urlencode({"PROLIFIC_PID": pid, "STUDY_ID": "bench", "SESSION_ID": f"s{i}"})
         path, status, body = b.follow(f"/crowd/s/{slug}/?{q}")
@@ -192,6 +227,8 @@ def simulate_worker(i: int, slug: str, code: str, port: int, args, results: Resu
         with results.lock:
             results.errors.append(f"{pid}: {type(e).__name__}: {e}")
             results.outcomes["error"] += 1
+    finally:
+        b.close()
 
 
 # --- set-up, run, verification -------------------------------------------------------------
@@ -342,8 +379,10 @@ def main(argv=None) -> int:
     if args.access_log:
         gunicorn += ["--access-logfile", str(args.access_log),
                      "--access-logformat", "%(m)s %(U)s %(s)s %(M)s"]
-    if args.gunicorn_threads > 1:
-        gunicorn += ["--worker-class", "gthread", "--threads", str(args.gunicorn_threads)]
+    worker_class = args.worker_class or ("gthread" if args.gunicorn_threads > 1 else "sync")
+    gunicorn += ["--worker-class", worker_class]
+    if worker_class == "gthread":
+        gunicorn += ["--threads", str(args.gunicorn_threads)]
     proc = subprocess.Popen(gunicorn, cwd=ROOT, env=env, start_new_session=True)
     results = Results()
     try:
@@ -395,6 +434,8 @@ def main(argv=None) -> int:
         "workers": args.workers,
         "gunicorn_workers": args.gunicorn_workers,
         "gunicorn_threads": args.gunicorn_threads,
+        "worker_class": args.worker_class or ("gthread" if args.gunicorn_threads > 1 else "sync"),
+        "keep_alive": args.keep_alive,
         "think_ms": args.think_ms,
         "wall_seconds": round(wall, 2),
         "threads_unfinished": alive,

@@ -308,7 +308,7 @@ def item_page_show(*, slug: str, participant_id, token: str, position: int) -> I
     if first_open is None or first_open.position != position or first_open.shown is not None:
         return page
     assignment_mark_shown(first_open.assignment_id, now=now)
-    items = [replace(row, shown=now) if row is first_open else row for row in page.items]
+    items = [row._replace(shown=now) if row is first_open else row for row in page.items]
     return replace(page, items=items)
 
 

@@ -8,9 +8,10 @@ def _warm_up() -> None:
     while the worker boots, not inside its first requests: a fresh gunicorn worker
     otherwise spends about a second of CPU on imports in the middle of serving one."""
     from django.template.loader import get_template
-    from django.urls import get_resolver
+    from django.urls import get_resolver, reverse
 
     get_resolver().url_patterns
+    reverse("crowd:study_entry", kwargs={"slug": "warm-up"})  # builds the reverse lookup
     for name in ("crowd/entry.html", "crowd/consent.html", "crowd/item.html", "crowd/done.html"):
         get_template(name)
 

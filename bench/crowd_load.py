@@ -51,6 +51,9 @@ STATEMENT_RE = re.compile(r'<section id="statement"><p>(.*?)</p></section>', re.
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--workers", type=int, default=200, help="simulated crowd workers")
+    p.add_argument("--concurrency", type=int, default=0,
+                   help="workers taking part at once (0: all of them at once); each thread "
+                        "takes the next worker when its last one finished")
     p.add_argument("--statements", type=int, default=100, help="statements (one per topic)")
     p.add_argument("--responses", type=int, default=8, help="answers wanted per statement")
     p.add_argument("--per-worker", type=int, default=5, help="statements per worker")
@@ -391,11 +394,27 @@ def main(argv=None) -> int:
         cpu_before = cpu_snapshot(proc.pid, args.database)
         client_cpu0 = time.process_time()
         t0 = time.monotonic()
-        threads = [
-            threading.Thread(target=simulate_worker, daemon=True,
-                             args=(i, study.slug, study.completion_code, args.port, args, results, deadline))
-            for i in range(args.workers)
-        ]
+        # one thread per worker, all at once; or --concurrency threads, each taking the next
+        # worker as soon as its last one finished (a steady stream of arrivals)
+        pending = list(range(args.workers))
+        pending_lock = threading.Lock()
+
+        def stream():
+            while time.monotonic() < deadline:
+                with pending_lock:
+                    if not pending:
+                        return
+                    i = pending.pop(0)
+                simulate_worker(i, study.slug, study.completion_code, args.port, args, results, deadline)
+
+        if args.concurrency:
+            threads = [threading.Thread(target=stream, daemon=True) for _ in range(args.concurrency)]
+        else:
+            threads = [
+                threading.Thread(target=simulate_worker, daemon=True,
+                                 args=(i, study.slug, study.completion_code, args.port, args, results, deadline))
+                for i in range(args.workers)
+            ]
         for t in threads:
             t.start()
         for t in threads:
@@ -432,6 +451,7 @@ def main(argv=None) -> int:
     over_quota = max([n - args.responses for n in per_statement.values()] + [0])
     out = {
         "workers": args.workers,
+        "concurrency": args.concurrency or args.workers,
         "gunicorn_workers": args.gunicorn_workers,
         "gunicorn_threads": args.gunicorn_threads,
         "worker_class": args.worker_class or ("gthread" if args.gunicorn_threads > 1 else "sync"),

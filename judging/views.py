@@ -18,6 +18,7 @@ writes nothing twice. Document text is shown as text: the template escapes every
 from __future__ import annotations
 
 import secrets
+import threading
 import time
 from collections import OrderedDict
 
@@ -96,6 +97,7 @@ def _topic_info(task, topic_id: str) -> dict:
 
 
 _documents: OrderedDict[tuple, tuple] = OrderedDict()
+_documents_lock = threading.Lock()
 
 
 def _marked_document(task, topic: dict, docid: str) -> tuple[list, list]:
@@ -105,17 +107,19 @@ def _marked_document(task, topic: dict, docid: str) -> tuple[list, list]:
     collection = selectors.task_collection(task)
     key = (task.pk, task.created, topic["topic_id"], collection.pk, collection.index_path,
            docid)
-    hit = _documents.get(key)
-    if hit is not None and collection.status == "ready":
-        _documents.move_to_end(key)
-        return hit
+    with _documents_lock:  # threaded servers (runserver, gthread) share this process's cache
+        hit = _documents.get(key)
+        if hit is not None and collection.status == "ready":
+            _documents.move_to_end(key)
+            return hit
     doc = selectors.task_document(task, docid)
     terms = query_terms(topic["queries"].get(docid, []))
     marked = (marked_segments(doc.title, terms),
               [marked_segments(p, terms) for p in doc.paragraphs])
-    _documents[key] = marked
-    if len(_documents) > DOCUMENTS_KEPT:
-        _documents.popitem(last=False)
+    with _documents_lock:
+        _documents[key] = marked
+        while len(_documents) > DOCUMENTS_KEPT:
+            _documents.popitem(last=False)
     return marked
 
 

@@ -309,7 +309,7 @@ def study_links(request, pk):
     entry = request.build_absolute_uri(reverse("crowd:study_entry", kwargs={"slug": study.slug}))
     links = [
         ("prolific", "Prolific (study URL)",
-         entry + "?PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}"),
+         entry + selectors.PROLIFIC_QUERY),
         ("mturk", "MTurk (ExternalQuestion URL)", entry),
         ("direct", "Signed-in accounts", entry),
     ]

@@ -34,9 +34,7 @@ def judgment_set_get(name: str) -> JudgmentSet:
         raise ValueError(f"no judgment set named {name!r} (known: {known})") from None
 
 
-# Prolific fills in its placeholders; MTurk appends the worker, HIT and assignment ids
-PROLIFIC_QUERY = ("?PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}"
-                  "&SESSION_ID={{%SESSION_ID%}}")
+# MTurk appends the worker, HIT and assignment ids (Prolific's placeholders: the crowd's)
 MTURK_QUERY = "?workerId=…&hitId=…&assignmentId=…"
 
 
@@ -46,6 +44,8 @@ def task_crowd_links(task: JudgingTask, base_url: str = "") -> dict[str, str]:
     study URL (with Prolific's placeholders) and the MTurk pattern. ``base_url`` (scheme
     and host) makes them absolute; without it they are paths."""
     from django.urls import reverse
+
+    from crowd.selectors import PROLIFIC_QUERY
 
     if task.study_id is None:
         raise ValueError(f"task {task.name!r} is not published")

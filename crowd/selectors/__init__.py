@@ -5,6 +5,7 @@ and exports. Other apps import from here.
 """
 from crowd.naturalsort import natural_key
 from crowd.selectors.studies import (
+    PROLIFIC_QUERY,
     STUDY_EXPORT_FIELDS,
     VARIANT_EXPORT_FIELDS,
     ItemPage,
@@ -34,7 +35,8 @@ from crowd.selectors.topics import (
 
 __all__ = [
     "natural_key",  # the one topic-id order; every page listing topics sorts with it
-    "STUDY_EXPORT_FIELDS", "VARIANT_EXPORT_FIELDS", "ItemPage", "ItemRow", "VariantGroup",
+    "PROLIFIC_QUERY", "STUDY_EXPORT_FIELDS", "VARIANT_EXPORT_FIELDS",
+    "ItemPage", "ItemRow", "VariantGroup",
     "participant_get_for_session", "participant_item_page", "participant_next_position",
     "study_export_rows", "study_get_by_slug", "study_item_load", "study_list", "study_progress",
     "study_variant_summary", "topic_list", "topic_set_get", "topic_set_list", "topic_summary_list",

@@ -251,6 +251,11 @@ def study_variant_summary(study: Study) -> list[dict]:
 
 
 # "uncorrected": the normalised text before optional spell-correction ("" if none).
+# appended to a study's (or a published judging task's) entry address for Prolific, which
+# fills in its placeholders
+PROLIFIC_QUERY = ("?PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}"
+                  "&SESSION_ID={{%SESSION_ID%}}")
+
 VARIANT_EXPORT_FIELDS = ["topic", "variant_id", "worker", "raw", "normalised", "count",
                          "estimate", "uncorrected"]
 # a study's export also says whether the worker who gave the answer was simulated

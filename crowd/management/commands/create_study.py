@@ -3,6 +3,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.urls import reverse
 
 from crowd.models import Statement, Study, TopicSet
+from crowd.selectors import PROLIFIC_QUERY
 from crowd.services import study_create
 
 UQV100_ESTIMATES = "0\n1\n2\n3-5\n6-10\n11-100\n101+"
@@ -76,7 +77,7 @@ class Command(BaseCommand):
         )
         self.stdout.write(f"study {study.pk}: {study.items.count()} items")
         self.stdout.write(reverse("crowd:study_entry", kwargs={"slug": study.slug})
-                          + "?PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}")
+                          + PROLIFIC_QUERY)
 
 
 def _text_or_file(value: str, option: str) -> str:

@@ -13,6 +13,7 @@ from pooling.models import PoolTopic
 from pooling.services import pool_build, pool_create
 from retrieval.models import RunQuery
 from retrieval.services import system_run_import
+from tests.common.manifest_checks import fails as _fails, verify as _verify
 
 pytestmark = pytest.mark.django_db
 
@@ -38,18 +39,6 @@ def stored(tmp_path):
     (tmp_path / "j.qrels").write_text("1 0 d1 1\n1 0 d3 0\n2 0 d2 2\n")
     judgments_import(tmp_path / "j.qrels", format="adhoc", name="j", topic_set_name="m")
     return tmp_path
-
-
-def _verify(path) -> str:
-    out = io.StringIO()
-    call_command("verify_manifest", str(path), stdout=out)
-    return out.getvalue()
-
-
-def _fails(path) -> str:
-    with pytest.raises(CommandError) as info:
-        call_command("verify_manifest", str(path), stdout=io.StringIO())
-    return str(info.value)
 
 
 def _export(command, *args, out):

@@ -11,6 +11,8 @@ import numpy as np
 import pytest
 from django.core.management import CommandError, call_command
 
+from tests.common.manifest_checks import fails as _fails, verify as _verify
+
 from .test_intents import INTENT_LABELS, USER_LABELS
 
 
@@ -18,18 +20,6 @@ def _call(command, *args) -> tuple[str, str]:
     out, err = io.StringIO(), io.StringIO()
     call_command(command, *args, stdout=out, stderr=err)
     return out.getvalue(), err.getvalue()
-
-
-def _verify(path) -> str:
-    out = io.StringIO()
-    call_command("verify_manifest", str(path), stdout=out)
-    return out.getvalue()
-
-
-def _fails(path) -> str:
-    with pytest.raises(CommandError) as info:
-        call_command("verify_manifest", str(path), stdout=io.StringIO())
-    return str(info.value)
 
 
 def _export(command, *args, out, printed: bool = True) -> dict:

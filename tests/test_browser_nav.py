@@ -68,7 +68,11 @@ def _sign_in(browser, base_url, username, password):
     browser.find_element(By.ID, "sign-in").click()
     browser.find_element(By.ID, "id_username").send_keys(username)
     browser.find_element(By.ID, "id_password").send_keys(password)
+    from selenium.webdriver.support import expected_conditions as EC
+    from selenium.webdriver.support.ui import WebDriverWait
+
     browser.find_element(By.CSS_SELECTOR, "main form button[type=submit]").click()
+    WebDriverWait(browser, 30).until(EC.presence_of_element_located((By.ID, "sign-out")))
     assert not _failed_responses(browser, base_url)
     assert browser.find_element(By.ID, "sign-out")  # signed in, back on a real page
 
@@ -76,8 +80,13 @@ def _sign_in(browser, base_url, username, password):
 def _sign_out(browser, base_url):
     from selenium.webdriver.common.by import By
 
+    from selenium.webdriver.support import expected_conditions as EC
+    from selenium.webdriver.support.ui import WebDriverWait
+
     browser.get(base_url + "/")
     browser.find_element(By.CSS_SELECTOR, "#sign-out button").click()
+    # the sign-out form posts and the next page loads: wait for it, not for the old page
+    WebDriverWait(browser, 30).until(EC.presence_of_element_located((By.ID, "sign-in")))
     assert not _failed_responses(browser, base_url)
     assert browser.find_element(By.ID, "sign-in")
 

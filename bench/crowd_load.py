@@ -18,7 +18,7 @@ database against what the clients saw:
 
 Run from the repository root (PostgreSQL on 127.0.0.1:5432, Redis on 127.0.0.1:6379):
 
-    .venv/bin/python bench/crowd_load.py --workers 200 --gunicorn-workers 4 --json bench/out/crowd.json
+    .venv/bin/python bench/crowd_load.py --workers 200 --json bench/out/crowd.json
 
 Everything targets 127.0.0.1; every loop is bounded in count and the run in time.
 The scratch database (default ``qv_bench``) is dropped and recreated on each run.
@@ -26,13 +26,13 @@ The scratch database (default ``qv_bench``) is dropped and recreated on each run
 from __future__ import annotations
 
 import argparse
-import http.client
 import json
 import os
 import random
 import re
 import secrets
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -57,7 +57,8 @@ def parse_args(argv=None):
     p.add_argument("--statements", type=int, default=100, help="statements (one per topic)")
     p.add_argument("--responses", type=int, default=8, help="answers wanted per statement")
     p.add_argument("--per-worker", type=int, default=5, help="statements per worker")
-    p.add_argument("--gunicorn-workers", type=int, default=4)
+    p.add_argument("--gunicorn-workers", type=int, default=3,
+                   help="as bin/serve and the Docker image run it")
     p.add_argument("--gunicorn-threads", type=int, default=1, help=">1 uses the gthread worker")
     p.add_argument("--worker-class", choices=("sync", "gthread"), default=None,
                    help="gunicorn worker class (default: sync, or gthread with --gunicorn-threads > 1)")
@@ -86,63 +87,105 @@ def parse_args(argv=None):
 
 
 class Browser:
-    """``keep_alive``: one connection for all of the browser's requests while the server
-    keeps it open (as browsers do), else a new connection per request."""
+    """A lean HTTP/1.1 client over a plain socket (one cookie jar): the load generator shares
+    the server's cores, so it spends as little CPU per request as it can (http.client parses
+    every response's headers with the email package).
+
+    ``keep_alive``: one connection for all of the browser's requests while the server keeps
+    it open (as browsers do), else a new connection per request."""
 
     def __init__(self, port: int, timeout: float, keep_alive: bool = False):
         self.port = port
         self.timeout = timeout
         self.keep_alive = keep_alive
-        self.conn: http.client.HTTPConnection | None = None
+        self.sock: socket.socket | None = None
         self.cookies: dict[str, str] = {}
+        self._host = f"Host: {HOST}:{port}\r\n".encode()
 
-    def _connect(self) -> http.client.HTTPConnection:
-        return http.client.HTTPConnection(HOST, self.port, timeout=self.timeout)
+    def _connect(self) -> socket.socket:
+        s = socket.create_connection((HOST, self.port), timeout=self.timeout)
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return s
 
     def close(self):
-        if self.conn is not None:
-            self.conn.close()
-            self.conn = None
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None
+
+    def _exchange(self, sock: socket.socket, request: bytes):
+        """Send ``request``; (status, headers, body, server keeps the connection)."""
+        sock.sendall(request)
+        buf = b""
+        while b"\r\n\r\n" not in buf:
+            chunk = sock.recv(65536)
+            if not chunk:
+                raise ConnectionError("connection closed before the response")
+            buf += chunk
+        head, _, body = buf.partition(b"\r\n\r\n")
+        lines = head.decode("latin-1").split("\r\n")
+        status = int(lines[0].split(" ", 2)[1])
+        headers = [tuple(x.strip() for x in line.split(":", 1)) for line in lines[1:]]
+        fields = {k.lower(): v for k, v in headers}
+        close = fields.get("connection", "").lower() == "close"
+        if "content-length" in fields:
+            need = int(fields["content-length"])
+            while len(body) < need:
+                chunk = sock.recv(max(65536, need - len(body)))
+                if not chunk:
+                    raise ConnectionError("connection closed inside the response body")
+                body += chunk
+        elif "chunked" in fields.get("transfer-encoding", "").lower():
+            raise RuntimeError("chunked responses are not read by this client")
+        else:  # the body runs to the end of the connection
+            close = True
+            while chunk := sock.recv(65536):
+                body += chunk
+        return status, headers, body, not close
 
     def request(self, method: str, path: str, form: dict | None = None):
-        headers = {"Host": f"{HOST}:{self.port}"}
+        lines = [f"{method} {path} HTTP/1.1\r\n".encode(), self._host]
         if not self.keep_alive:
-            headers["Connection"] = "close"
+            lines.append(b"Connection: close\r\n")
         if self.cookies:
-            headers["Cookie"] = "; ".join(f"{k}={v}" for k, v in self.cookies.items())
-        body = None
+            lines.append(("Cookie: " + "; ".join(f"{k}={v}" for k, v in self.cookies.items())
+                          + "\r\n").encode())
+        body = b""
         if form is not None:
             body = urlencode(form).encode()
-            headers["Content-Type"] = "application/x-www-form-urlencoded"
-        reused = self.conn is not None
-        conn, self.conn = self.conn or self._connect(), None
+            lines.append(b"Content-Type: application/x-www-form-urlencoded\r\n")
+        if form is not None or method == "POST":
+            lines.append(f"Content-Length: {len(body)}\r\n".encode())
+        request = b"".join(lines) + b"\r\n" + body
+        reused = self.sock is not None
+        sock, self.sock = self.sock or self._connect(), None
         try:
             t0 = time.perf_counter()
             try:
-                conn.request(method, path, body=body, headers=headers)
-                resp = conn.getresponse()
-            except (http.client.RemoteDisconnected, ConnectionError):
+                status, headers, data, keep = self._exchange(sock, request)
+            except ConnectionError:
                 if not reused:
                     raise
                 # the server closed the idle kept-alive connection before reading this
                 # request (as browsers do: sent again on a new connection)
-                conn.close()
-                conn = self._connect()
+                sock.close()
+                sock = self._connect()
                 t0 = time.perf_counter()
-                conn.request(method, path, body=body, headers=headers)
-                resp = conn.getresponse()
-            data = resp.read()
+                status, headers, data, keep = self._exchange(sock, request)
             elapsed = time.perf_counter() - t0
-            if self.keep_alive and not resp.will_close:
-                conn, self.conn = None, conn
+            if self.keep_alive and keep:
+                sock, self.sock = None, sock
         finally:
-            if conn is not None:
-                conn.close()
-        for name, value in resp.getheaders():
-            if name.lower() == "set-cookie":
+            if sock is not None:
+                sock.close()
+        location = ""
+        for name, value in headers:
+            name = name.lower()
+            if name == "set-cookie":
                 k, _, rest = value.partition("=")
                 self.cookies[k.strip()] = rest.split(";", 1)[0]
-        return resp.status, resp.getheader("Location", ""), data.decode("utf-8", "replace"), elapsed
+            elif name == "location":
+                location = value
+        return status, location, data.decode("utf-8", "replace"), elapsed
 
     def follow(self, path: str, limit: int = 6):
         """GET and follow redirects (bounded); returns (final path, status, body)."""

@@ -114,6 +114,12 @@ class _Rankings:
         other.reached = self.reached.copy()
         return other
 
+    def take(self, s: int) -> None:
+        """Ranking ``s`` gives the item at its cursor: the item is reached, the cursor moves on."""
+        c = self.cursor[s]
+        self.reached[self.rankings[s][c]] = True
+        self.cursor[s] = c + 1
+
 
 class _MTF:
     """Move-to-front as a state machine: :meth:`peek` names the next item (-1 when every
@@ -146,9 +152,7 @@ class _MTF:
 
     def commit(self, rel: bool | None) -> None:
         neg_p, _, s = self.heap[0]
-        c = self.rk.cursor[s]
-        self.rk.reached[self.rk.rankings[s][c]] = True
-        self.rk.cursor[s] = c + 1
+        self.rk.take(s)
         if rel is False:  # relevant or not yet judged: the same ranking stays in front
             heapq.heapreplace(self.heap, (neg_p + 1, self.tick, s))
             self.tick += 1
@@ -188,9 +192,7 @@ class _Bandit:
 
     def commit(self, rel: bool | None) -> None:
         s = self.heap[0][1]
-        c = self.rk.cursor[s]
-        self.rk.reached[self.rk.rankings[s][c]] = True
-        self.rk.cursor[s] = c + 1
+        self.rk.take(s)
         if rel is None:  # not judged yet: no evidence
             return
         d = self.discount

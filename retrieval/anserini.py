@@ -22,6 +22,7 @@ import glob
 import json
 import os
 import re
+import resource
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -142,6 +143,22 @@ def jar_path() -> Path:
     return Path(jars[-1])
 
 
+def _thread_stack_option() -> str | None:
+    """``-Xss`` equal to this process's stack limit (None when the limit is unlimited).
+
+    The JVM is created from an already running Python thread, usually the main one, whose
+    stack is as large as ``ulimit -s``. HotSpot places its guard pages for a thread it did
+    not start by its own thread stack size (1 MiB by default), not by the stack the thread
+    really has; deep Python frames below that point (the test runner, numpy and OpenBLAS
+    starting their threads, a recursive parser) then run into the guard pages and the whole
+    process dies with SIGSEGV. Giving the JVM the real size keeps the guard at the bottom.
+    """
+    soft, _hard = resource.getrlimit(resource.RLIMIT_STACK)
+    if soft == resource.RLIM_INFINITY or soft <= 0:
+        return None
+    return f"-Xss{max(soft // 1024, 1024)}k"
+
+
 def jvm_started() -> bool:
     """True when this process already runs a JVM."""
     return _pid_started == os.getpid()
@@ -165,6 +182,9 @@ def _start() -> dict:
         import jnius_config
 
         if not jnius_config.vm_running:
+            stack = _thread_stack_option()
+            if stack:
+                jnius_config.add_options(stack)
             if not _runtime_has_module(home, VECTOR_MODULE):
                 original = jnius_config.add_options
 

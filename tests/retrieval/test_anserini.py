@@ -96,3 +96,33 @@ def test_indexing_and_search_use_no_network(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}
     r = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and r.stdout.strip().endswith("OK"), r.stderr[-2000:]
+
+
+_DEEP = textwrap.dedent("""
+    import json, sys
+    from retrieval import anserini
+    if sys.argv[1] == "default-stack":
+        anserini._thread_stack_option = lambda: None
+    anserini._start()
+    sys.setrecursionlimit(10 ** 6)
+    n = 30000
+    assert len(json.loads("[" * n + "]" * n)) == 1
+    print("ok")
+""")
+
+
+@pytest.mark.slow
+def test_deep_native_stack_survives_the_jvm():
+    """The JVM created from the main thread gets that thread's real stack size: with its
+    default (1 MiB) a deep native recursion afterwards dies with SIGSEGV, which killed the
+    whole test run; with ``-Xss`` = the stack limit it completes."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    ours = subprocess.run([sys.executable, "-c", _DEEP, "ours"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert ours.returncode == 0 and ours.stdout.strip() == "ok", ours.stderr[-2000:]
+    default = subprocess.run([sys.executable, "-c", _DEEP, "default-stack"], cwd=ROOT,
+                             env=env, capture_output=True, text=True, timeout=300)
+    # The control shows the test can fail: without the option the same code crashes (where
+    # the stack has a limit at all; unlimited stacks get no option and are not checked).
+    if anserini._thread_stack_option() is not None:
+        assert default.returncode != 0

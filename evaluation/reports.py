@@ -57,10 +57,20 @@ def _evaluate(topic_set, tags, measures_text, judgments, qrels, complete, order)
     return result, [k for s in specs for k in s.keys], stored.source
 
 
+def _conventions(measures_text: str) -> list[str]:
+    from evaluation import measures
+
+    return [s.convention for s in measures.parse_measures(measures_text) if s.convention]
+
+
 def evaluate_compute(p: dict, progress: Progress) -> dict:
     runs, keys, source = _evaluate(p["topic_set"], p.get("tags"), p["measures"], p.get("judgments"),
                                    p.get("qrels"), p.get("complete", False), p.get("order", "trec_eval"))
-    return {"runs": runs, "measures": keys, "qrels": source}
+    out = {"runs": runs, "measures": keys, "qrels": source}
+    notes = _conventions(p["measures"])
+    if notes:
+        out["conventions"] = notes
+    return out
 
 
 def agreement_compute(p: dict, progress: Progress) -> dict:
@@ -238,7 +248,8 @@ def _table(title: str, rows: list[dict]) -> Table:
 
 def _present_evaluate(r):
     keys = r["measures"]
-    tables = [Table(f"Mean over topics ({r['qrels']})", ["run", *keys],
+    notes = "".join(f"; {note}" for note in r.get("conventions", []))
+    tables = [Table(f"Mean over topics ({r['qrels']}){notes}", ["run", *keys],
                     [[tag, *[run["mean"][k] for k in keys]] for tag, run in r["runs"].items()])]
     per_topic = [{"run": tag, "topic": t, **v} for tag, run in r["runs"].items() for t, v in run["per_topic"].items()]
     tables.append(_table("Per topic", per_topic))

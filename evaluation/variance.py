@@ -47,18 +47,50 @@ class IntentScoresFormatError(ValueError):
         super().__init__(f"{path}, line {lineno}: {message}")
 
 
+COLUMNS = ("system", "query", "intent", "score")
+
+
+def _fields(line: str, comma: bool) -> list[str]:
+    parts = line.rstrip("\r\n").split(",") if comma else line.split()
+    return [p.strip().strip('"').strip("'") for p in parts]
+
+
 def read_intent_scores(path: PathLike) -> pd.DataFrame:
     """Read ``system query intent score`` lines (whitespace separated; ``#`` comments and
-    blank lines skipped); a (system, query, intent) scored twice is an error."""
+    blank lines skipped); a (system, query, intent) scored twice is an error.
+
+    The first line may be a header naming the four columns in any order, as R's
+    ``write.table`` and pandas' ``to_csv`` write them: names may be quoted, a header with
+    commas means comma-separated rows, and rows with one field more than the header start
+    with a row name (R's default), which is dropped."""
     rows, seen = [], {}
+    order = (0, 1, 2, 3)
+    header = None  # (line number, field count) once a header was read
+    comma = False
     with open(path) as fh:
         for lineno, line in enumerate(fh, 1):
             if not line.strip() or line.lstrip().startswith("#"):
                 continue
-            parts = line.split()
+            if header is None and not rows:
+                names = [n.lower() for n in _fields(line, "," in line)]
+                if set(names) & set(COLUMNS) and not _is_number(names[-1]):
+                    missing = [c for c in COLUMNS if c not in names]
+                    if missing or len(names) != 4:
+                        raise IntentScoresFormatError(
+                            path, lineno, "a header must name the columns system, query, intent "
+                            f"and score once each; found {' '.join(names)}")
+                    order = tuple(names.index(c) for c in COLUMNS)
+                    comma = "," in line
+                    header = (lineno, 4)
+                    continue
+                header = (0, 4)
+            parts = _fields(line, comma)
+            if header[0] and len(parts) == 5:
+                parts = parts[1:]  # a row name
             if len(parts) != 4:
                 raise IntentScoresFormatError(
                     path, lineno, f"expected 4 columns (system query intent score), found {len(parts)}")
+            parts = [parts[i] for i in order]
             try:
                 score = float(parts[3])
             except ValueError:
@@ -75,6 +107,14 @@ def read_intent_scores(path: PathLike) -> pd.DataFrame:
     if not rows:
         raise IntentScoresFormatError(path, 1, "no scores")
     return intent_scores_frame(rows)
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def intent_scores_frame(rows) -> pd.DataFrame:

@@ -96,6 +96,9 @@ def qrels_stats(records: Iterable) -> dict:
       one judgment ``rel > 0``;
     - ``judged_per_topic``: mean over topics of the distinct judged documents (any
       judgment, junk included: the module docstring's definition);
+    - ``judged_nonjunk_per_topic``: the same without junk: documents with at least one
+      judgment of grade 0 or more (TREC's junk/spam grade is negative), the figure
+      published tables give;
     - ``relevant_per_topic``: mean over topics of the distinct documents with
       ``rel > 0`` for some intent;
     - ``grades``: count of every grade over all judgments, keys as strings.
@@ -103,9 +106,12 @@ def qrels_stats(records: Iterable) -> dict:
     records = list(records)
     judged, relevant = judged_relevant(records)
     intents: dict[str, set] = defaultdict(set)
+    nonjunk: dict[str, set] = defaultdict(set)
     grades: Counter = Counter()
     for r in records:
         grades[str(int(r.rel))] += 1
+        if r.rel >= 0:
+            nonjunk[r.topic_id].add(r.docid)
         if r.rel > 0:
             intents[r.topic_id].add(getattr(r, "subtopic", "0"))
     topics = set(judged)
@@ -118,6 +124,7 @@ def qrels_stats(records: Iterable) -> dict:
         "topics": n,
         "intents_per_topic": mean(intents),
         "judged_per_topic": mean(judged),
+        "judged_nonjunk_per_topic": mean(nonjunk),
         "relevant_per_topic": mean(relevant),
         "grades": dict(sorted(grades.items(), key=lambda kv: int(kv[0]))),
     }

@@ -333,8 +333,8 @@ def qrels_records(qrels: Qrels, topic_ids: Iterable[str] | None = None):
 
 
 def qrels_summary(qrels: Qrels) -> dict:
-    """``{"topics", "intents_per_topic", "judged_per_topic", "relevant_per_topic",
-    "grades"}`` as defined by :func:`pooling.coverage.qrels_stats`."""
+    """``{"topics", "intents_per_topic", "judged_per_topic", "judged_nonjunk_per_topic",
+    "relevant_per_topic", "grades"}`` as defined by :func:`pooling.coverage.qrels_stats`."""
     from . import coverage
 
     return coverage.qrels_stats(qrels_records(qrels))

@@ -126,13 +126,14 @@ def ndcg(grades: np.ndarray, ideal_grades: np.ndarray, k: int | None = None, hit
     return _ratio(dcg, idcg)
 
 
-def rbp(grades: np.ndarray, p: float, max_grade) -> tuple[np.ndarray, np.ndarray]:
+def rbp(grades: np.ndarray, p: float, max_grade, rel: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Rank-biased precision (Moffat & Zobel 2008) and its residual, as trec_eval's ``rbp``
     and ``rbp_resid``.
 
     RBP = (1 − p) · Σ_i gain(g_i) · p^(i−1), where gain(g) = g / G when the topic's highest
     judged grade G exceeds 1 (trec_eval scales gains into [0, 1]) and gain(g) = g otherwise;
-    documents absent from the qrels or judged negatively gain 0.
+    documents absent from the qrels or judged negatively gain 0. With ``rel`` the gains are
+    binary instead (ir_measures' ``RBP(rel=N)``): 1 for a grade of ``rel`` or more, else 0.
 
     residual = p^n + (1 − p) · Σ_{i : unjudged} p^(i−1), n being the number of documents
     retrieved, when at least one retrieved document is absent from the qrels or judged
@@ -142,8 +143,11 @@ def rbp(grades: np.ndarray, p: float, max_grade) -> tuple[np.ndarray, np.ndarray
     depth = grades.shape[-1]
     weights = np.cumprod(np.concatenate(([1.0], np.full(max(depth - 1, 0), p))))[:depth]
     max_grade = np.asarray(max_grade, dtype=np.float64)[..., None]
-    g = np.where(grades > 0, grades, 0).astype(np.float64)
-    g = np.where(max_grade > 1, g / np.where(max_grade > 1, max_grade, 1.0), g)
+    if rel is not None:
+        g = (grades >= rel).astype(np.float64)
+    else:
+        g = np.where(grades > 0, grades, 0).astype(np.float64)
+        g = np.where(max_grade > 1, g / np.where(max_grade > 1, max_grade, 1.0), g)
     value = (1.0 - p) * (g * weights).sum(axis=-1)
     unj = (grades == NONPOOL) | (grades == UNJUDGED)
     n = np.count_nonzero(grades != PAD, axis=-1)

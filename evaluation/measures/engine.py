@@ -5,7 +5,9 @@ Names follow ir_measures where it has one (``AP``, ``nDCG@20``, ``P@10``, ``R@10
 measures, e.g. ``AP(rel=2)``), ndeval's diversity measures (``alpha_nDCG@k``, ``ERR_IA@k``,
 ``nERR_IA@k``, ``alpha_DCG@k``, ``NRBP``, ``nNRBP``, ``AP_IA``, ``P_IA@k``, ``StRecall@k``)
 and NTCIREVAL's (``D-nDCG@k``, ``D#-nDCG@k``, ``I-rec@k``). ``RBP(p=…)`` also reports its
-residual as ``RBP_resid(p=…)``.
+residual as ``RBP_resid(p=…)``. RBP is graded, as trec_eval's ``rbp`` (gain = grade ÷ the
+topic's highest grade when that exceeds 1); ``RBP(p=…,rel=N)`` is binary, as ir_measures
+names it (gain 1 for a grade of N or more, else 0).
 
 Which topics: those of the qrels that the run has (trec_eval's default), or with
 ``complete`` every qrels topic, a topic the run lacks scoring 0 on every measure (trec_eval
@@ -32,7 +34,7 @@ MEASURES = {
     "RR": ("adhoc", "none", {"rel"}),
     "Rprec": ("adhoc", "none", {"rel"}),
     "ERR": ("adhoc", "required", set()),
-    "RBP": ("adhoc", "none", {"p"}),
+    "RBP": ("adhoc", "none", {"p", "rel"}),
     "alpha_nDCG": ("ndeval", "required", set()),
     "alpha_DCG": ("ndeval", "required", set()),
     "ERR_IA": ("ndeval", "required", set()),
@@ -59,12 +61,13 @@ class MeasureSpec:
     cutoff: int | None
     rel: int = 1
     p: float = 0.8
+    binary: bool = False  # RBP only: rel=N given, binary gains
 
     @property
     def key(self) -> str:
         params = ""
         if self.name == "RBP":
-            params = f"(p={self.p:g})"
+            params = f"(p={self.p:g},rel={self.rel})" if self.binary else f"(p={self.p:g})"
         elif self.rel != 1:
             params = f"(rel={self.rel})"
         return f"{self.name}{params}" + (f"@{self.cutoff}" if self.cutoff is not None else "")
@@ -72,8 +75,18 @@ class MeasureSpec:
     @property
     def keys(self) -> list[str]:
         if self.name == "RBP":
-            return [self.key, f"RBP_resid(p={self.p:g})"]
+            return [self.key, self.key.replace("RBP(", "RBP_resid(", 1)]
         return [self.key]
+
+    @property
+    def convention(self) -> str | None:
+        """How the measure treats grades where tools differ (RBP only), for printing."""
+        if self.name != "RBP":
+            return None
+        if self.binary:
+            return f"{self.key}: binary gain, 1 for a grade of {self.rel} or more"
+        return (f"{self.key}: graded gain, grade / the topic's highest grade when above 1 "
+                "(trec_eval's rbp); RBP(p=…,rel=1) is the binary form")
 
 
 def parse_measures(text: str | list[str]) -> list[MeasureSpec]:
@@ -114,6 +127,8 @@ def parse_measures(text: str | list[str]) -> list[MeasureSpec]:
             except ValueError:
                 want = "a whole number ≥ 1" if key == "rel" else "a number strictly between 0 and 1"
                 raise EvaluationInputError("--measures", None, f"{key} in {word!r} must be {want}") from None
+        if name == "RBP" and "rel" in kw:
+            kw["binary"] = True
         spec = MeasureSpec(name, family, int(k) if k is not None else None, **kw)
         if spec not in out:
             out.append(spec)
@@ -184,7 +199,7 @@ def _adhoc_values(codes, vocabs, qrels: Qrels, topics, specs) -> dict[str, np.nd
                 )
             out[s.key] = adhoc.err(grades, s.cutoff)
         elif s.name == "RBP":
-            value, resid = adhoc.rbp(grades, s.p, max_grade)
+            value, resid = adhoc.rbp(grades, s.p, max_grade, rel=s.rel if s.binary else None)
             out[s.keys[0]], out[s.keys[1]] = value, resid
     return out
 

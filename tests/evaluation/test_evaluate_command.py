@@ -5,6 +5,8 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
+from evaluation.measures import parse_measures
+
 from .oracles import ndeval_output, trec_eval_output
 
 
@@ -20,7 +22,9 @@ def test_json_matches_trec_eval_for_two_runs(shared_data):
                "--qrels", str(shared_data / "trec-web-diversity" / "2011" / "qrels.adhoc.txt"),
                "--measures", "AP nDCG@20 RBP(p=0.8)", "--complete", "--json")
     data = json.loads(out)
-    assert set(data) == {"runs"} and set(data["runs"]) == {"partial", "tied"}
+    assert set(data) == {"runs", "conventions"} and set(data["runs"]) == {"partial", "tied"}
+    assert data["conventions"] == [parse_measures("RBP(p=0.8)")[0].convention]
+    assert "graded gain" in data["conventions"][0]
     tied = data["runs"]["tied"]
     assert set(tied) == {"mean", "per_topic"}
     assert set(tied["mean"]) == {"AP", "nDCG@20", "RBP(p=0.8)", "RBP_resid(p=0.8)"}

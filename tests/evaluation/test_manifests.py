@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+from io import StringIO
 import shutil
 
 import numpy as np
@@ -248,3 +249,31 @@ def test_out_refuses_an_unwritable_place_and_manifest_needs_out(tmp_path):
     with pytest.raises(CommandError, match="--manifest needs an output file"):
         _call("evaluate", *args, "--manifest")
     assert _call("evaluate", *args, "--out", "-")[0] == "sys\tP@1\tall\t1.0000\n"
+
+
+def test_rank_correlation_compares_two_measures(tmp_path, shared_data):
+    """AP of one evaluation against alpha-nDCG@20 of another (the seed's question): each
+    file is read with its own measure, and the taus are those of the two mean columns."""
+    from evaluation import ranking
+
+    web = shared_data / "trec-web-diversity" / "2011"
+    runs = [a for r in ("good", "fair", "weak", "noisy", "tied")
+            for a in ("--run", str(shared_data / "eval-oracles" / "web2011" / "runs" / f"{r}.run"))]
+    adhoc, div = tmp_path / "ap.json", tmp_path / "andcg.json"
+    call_command("evaluate", *runs, "--qrels", str(web / "qrels.adhoc.txt"), "--measures", "AP",
+                 "--json", "--out", str(adhoc), stdout=StringIO())
+    call_command("evaluate", *runs, "--qrels", str(web / "qrels.diversity.txt"), "--qrels-format",
+                 "diversity", "--measures", "alpha_nDCG@20", "--json", "--out", str(div),
+                 stdout=StringIO())
+    out = StringIO()
+    call_command("rank_correlation", str(adhoc), str(div), "--measure-a", "AP",
+                 "--measure-b", "alpha_nDCG@20", "--json", stdout=out)
+    got = json.loads(out.getvalue())
+    a = json.loads(adhoc.read_text())["runs"]
+    b = json.loads(div.read_text())["runs"]
+    tags = sorted(a)
+    want = ranking.kendall_tau_b([a[t]["mean"]["AP"] for t in tags],
+                                 [b[t]["mean"]["alpha_nDCG@20"] for t in tags])
+    assert got["systems"] == 5 and got["tau_b"] == pytest.approx(want)
+    with pytest.raises(CommandError, match="andcg.json: run good topic 101 has no AP"):
+        call_command("rank_correlation", str(adhoc), str(div), "--measure", "AP", stdout=StringIO())

@@ -189,3 +189,26 @@ def test_trec_eval_order_equals_a_plain_sort(rankings, presorted):
         words = runs.vocab[ti]
         got = [words[c] for c in ordered[0, ti] if c >= 0]
         assert got == expected
+
+
+def test_rbp_graded_and_binary_hand_computed():
+    """RBP(p=0.5) grades (gain = grade / the topic's top grade 3); RBP(p=0.5,rel=1) and
+    rel=2 count a document as 1 at or above the level; the residual is the same."""
+    runs = RunSet.from_rankings([("r", "x", {"1": (["a", "b", "c", "d"], [4.0, 3.0, 2.0, 1.0],
+                                                   [1, 2, 3, 4])})])
+    qrels = Qrels("adhoc", {"1": {"a": 1, "b": 3, "c": 0, "e": 2}})  # d unjudged
+    got = evaluate_runs(runs, qrels, parse_measures("RBP(p=0.5) RBP(p=0.5,rel=1) RBP(p=0.5,rel=2)"))
+    mean = got["r"]["mean"]
+    w = [0.5 * 0.5 ** i for i in range(4)]  # (1 - p) p^(i-1)
+    assert mean["RBP(p=0.5)"] == pytest.approx(w[0] * 1 / 3 + w[1] * 3 / 3)
+    assert mean["RBP(p=0.5,rel=1)"] == pytest.approx(w[0] + w[1])
+    assert mean["RBP(p=0.5,rel=2)"] == pytest.approx(w[1])
+    resid = 0.5 ** 4 + w[3]
+    for key in ("RBP_resid(p=0.5)", "RBP_resid(p=0.5,rel=1)", "RBP_resid(p=0.5,rel=2)"):
+        assert mean[key] == pytest.approx(resid)
+    # on binary qrels the two forms agree
+    binary = Qrels("adhoc", {"1": {"a": 1, "b": 1, "c": 0}})
+    both = evaluate_runs(runs, binary, parse_measures("RBP(p=0.5) RBP(p=0.5,rel=1)"))["r"]["mean"]
+    assert both["RBP(p=0.5)"] == pytest.approx(both["RBP(p=0.5,rel=1)"])
+    assert [s.convention.split(":")[0] for s in parse_measures("RBP RBP(rel=1) AP")
+            if s.convention] == ["RBP(p=0.8)", "RBP(p=0.8,rel=1)"]

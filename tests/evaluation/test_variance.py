@@ -196,3 +196,53 @@ def test_merged_intents(shared_data):
     expected = kendall_tau_b([full_order[t] for t in tags], [merged_order[t] for t in tags])
     got = merged_intent_taus(runs, str(qrels_path), "nDCG@10", fractions=[0.01], repeats=1, seed=1)
     assert got[0]["mean"] == pytest.approx(expected)
+
+
+def test_read_intent_scores_header_rows(tmp_path, web_scores):
+    """Files written from R or pandas start with a header naming the columns: read them
+    as the plain file (columns in any order, quoted names, commas, R's row names)."""
+    small = web_scores[web_scores["query"].isin(sorted(web_scores["query"].unique())[:3])]
+    plain = tmp_path / "plain.tsv"
+    plain.write_text("".join(f"{r.system} {r.query} {r.intent} {r.score!r}\n" for r in small.itertuples()))
+    want = variance.read_intent_scores(plain)
+    tab = tmp_path / "header.tsv"
+    tab.write_text("system\tquery\tintent\tscore\n" + plain.read_text().replace(" ", "\t"))
+    csv = tmp_path / "pandas.csv"
+    small[["score", "system", "query", "intent"]].to_csv(csv, index=False)
+    r_table = tmp_path / "r.txt"  # write.table(d): quoted strings, a row name on every row
+    r_table.write_text('"system" "query" "intent" "score"\n' + "".join(
+        f'"{i}" "{r.system}" "{r.query}" "{r.intent}" {r.score!r}\n'
+        for i, r in enumerate(small.itertuples(), 1)))
+    for path in (tab, csv, r_table):
+        pd.testing.assert_frame_equal(variance.read_intent_scores(path), want, obj=path.name)
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("system query topic score\nA q1 1 0.5\n")
+    with pytest.raises(variance.IntentScoresFormatError,
+                       match=r"bad.tsv, line 1: a header must name the columns"):
+        variance.read_intent_scores(bad)
+    bad.write_text("system query intent score\nA q1 1 high\n")
+    with pytest.raises(variance.IntentScoresFormatError, match=r"line 2: score 'high' is not a number"):
+        variance.read_intent_scores(bad)
+
+
+def test_variance_components_order_option(tmp_path, shared_data):
+    """--order picks the convention for tied scores on the --run path: rank follows the
+    file's rank column, trec_eval re-sorts; on a run with ties some per-intent AP differ."""
+    from django.core.management import call_command
+
+    from evaluation.analysis import intent_scores_from_runs
+
+    runs = [str(shared_data / "eval-oracles" / "web2011" / "runs" / f"{r}.run") for r in ("good", "tied")]
+    qrels = str(shared_data / "trec-web-diversity" / "2011" / "qrels.diversity.txt")
+    saved = {}
+    for order in ("trec_eval", "rank"):
+        path = tmp_path / f"{order}.tsv"
+        call_command("variance_components", *[a for r in runs for a in ("--run", r)],
+                     "--qrels", qrels, "--measure", "AP", "--order", order,
+                     "--save-scores", str(path), "--json", stdout=StringIO())
+        saved[order] = variance.read_intent_scores(path)
+        direct = intent_scores_from_runs(runs, qrels, "AP", order=order)
+        pd.testing.assert_frame_equal(saved[order], variance.intent_scores_frame(direct))
+    joined = saved["trec_eval"].merge(saved["rank"], on=["system", "query", "intent"])
+    tied = joined[joined["system"] == "tied"]
+    assert (tied["score_x"] != tied["score_y"]).any()

@@ -78,6 +78,7 @@ def test_qrels_stats_web2011_diversity(shared_data):
     got = qrels_stats(read_diversity_qrels(path))
     # independent computation with plain Python
     intents, judged, relevant = defaultdict(set), defaultdict(set), defaultdict(set)
+    nonjunk = defaultdict(set)
     grades = Counter()
     topics = set()
     with open(path) as fh:
@@ -89,6 +90,8 @@ def test_qrels_stats_web2011_diversity(shared_data):
             topics.add(t)
             grades[str(rel)] += 1
             judged[t].add(doc)  # junk (rel < 0) is judged too
+            if rel >= 0:
+                nonjunk[t].add(doc)
             if rel > 0:
                 relevant[t].add(doc)
                 intents[t].add(sub)
@@ -96,6 +99,9 @@ def test_qrels_stats_web2011_diversity(shared_data):
     assert got["topics"] == n == 50
     assert got["intents_per_topic"] == pytest.approx(sum(len(intents[t]) for t in topics) / n)
     assert got["judged_per_topic"] == pytest.approx(sum(len(judged[t]) for t in topics) / n)
+    assert got["judged_nonjunk_per_topic"] == pytest.approx(
+        sum(len(nonjunk[t]) for t in topics) / n)
+    assert got["judged_nonjunk_per_topic"] < got["judged_per_topic"]
     assert got["relevant_per_topic"] == pytest.approx(sum(len(relevant[t]) for t in topics) / n)
     assert got["grades"] == dict(grades)
     # pinned
@@ -118,6 +124,7 @@ def test_qrels_stats_hand_computed():
         "topics": 2,
         "intents_per_topic": (2 + 0) / 2,
         "judged_per_topic": (3 + 1) / 2,
+        "judged_nonjunk_per_topic": (2 + 1) / 2,
         "relevant_per_topic": (2 + 0) / 2,
         "grades": {"-2": 1, "0": 2, "1": 1, "2": 1},
     }

@@ -64,8 +64,12 @@ class Command(ManifestMixin, BaseCommand):
 
     @staticmethod
     def _report(result: dict, specs, o) -> str:
+        notes = [s.convention for s in specs if s.convention]
         if o["json"]:
-            return json.dumps({"runs": result}) + "\n"
+            out = {"runs": result}
+            if notes:
+                out["conventions"] = notes
+            return json.dumps(out) + "\n"
         keys = [k for s in specs for k in s.keys]
         width = max(len(k) for k in keys)
         lines = []
@@ -76,6 +80,7 @@ class Command(ManifestMixin, BaseCommand):
                         lines.append(f"{tag}\t{k:<{width}}\t{topic}\t{values[k]:.4f}")
             for k in keys:
                 lines.append(f"{tag}\t{k:<{width}}\tall\t{r['mean'][k]:.4f}")
+        lines += [f"# {note}" for note in notes]
         return "".join(line + "\n" for line in lines)
 
     @staticmethod

@@ -11,13 +11,19 @@ class Command(ManifestMixin, BaseCommand):
     help = ("Kendall's tau_b, tau_ap (the first ordering is the reference) and the tie-aware "
             "tau_ap_a / tau_ap_b between two evaluations (evaluate --json outputs, or "
             "'system score' / 'system topic score' files); with --significance, a randomised "
-            "Tukey HSD under each and the counts TR, PS, TR-PS, TR&PS, PS-TR; with "
+            "Tukey HSD under each and the counts TR, PS, TR-PS, TR&PS, PS-TR; --measure-a and "
+            "--measure-b compare two measures (AP against alpha_nDCG@20, say); with "
             "--intent-scores, per topic min/mean/max tau_b over every pair of its intents.")
 
     def add_arguments(self, parser):
         parser.add_argument("first", nargs="?", help="the reference evaluation")
         parser.add_argument("second", nargs="?", help="the evaluation compared with it")
-        parser.add_argument("--measure", help="the measure to read from evaluate --json outputs")
+        parser.add_argument("--measure", help="the measure to read from both evaluate --json outputs")
+        parser.add_argument("--measure-a", metavar="MEASURE",
+                            help="the measure of the first evaluation (e.g. AP), overriding --measure")
+        parser.add_argument("--measure-b", metavar="MEASURE",
+                            help="the measure of the second evaluation (e.g. alpha_nDCG@20), "
+                                 "overriding --measure")
         parser.add_argument("--significance", action="store_true",
                             help="also compare significant differences (needs per-topic scores)")
         parser.add_argument("--trials", type=int, default=10_000, help="randomisation trials B (10,000)")
@@ -44,13 +50,15 @@ class Command(ManifestMixin, BaseCommand):
         if o["first"] or o["second"]:
             if not (o["first"] and o["second"]):
                 raise ValueError("give two evaluations to compare")
-            a = ranking.read_scores(o["first"], o["measure"])
-            b = ranking.read_scores(o["second"], o["measure"])
+            a = ranking.read_scores(o["first"], o["measure_a"] or o["measure"])
+            b = ranking.read_scores(o["second"], o["measure_b"] or o["measure"])
             result.update(ranking.correlations(ranking.system_means(a), ranking.system_means(b)))
             if o["significance"]:
                 result["significance"] = ranking.significance_agreement(
                     ranking.topic_matrix(a, o["first"]), ranking.topic_matrix(b, o["second"]),
                     trials=o["trials"], seed=o["seed"], alpha=o["alpha"])
+        elif o["measure_a"] or o["measure_b"]:
+            raise ValueError("--measure-a and --measure-b need two evaluations")
         elif o["significance"]:
             raise ValueError("--significance needs two evaluations")
         if not result:

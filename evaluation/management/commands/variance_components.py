@@ -6,13 +6,14 @@ from django.core.management.base import BaseCommand, CommandError
 from common.fileio import atomic_output
 from common.manifest_command import ManifestMixin, add_out_argument
 from evaluation import analysis, variance
+from evaluation.measures.runs import ORDERS
 
 
 class Command(ManifestMixin, BaseCommand):
     manifest_side_outputs = ("save_scores",)
 
     help = ("REML variance components (statsmodels MixedLM) of 'system query intent score' "
-            "scores: model1 score ~ system + (1|query) on per-query means, model2 adds "
+            "scores (a header row naming the columns is read): model1 score ~ system + (1|query) on per-query means, model2 adds "
             "(1|query:system), model3 adds (1|query:intent); with --budget, the variance of "
             "the mean for every N queries x M intents = budget; with --subsample, Kendall's "
             "tau of collections with fewer queries or fewer intents (removed, and with --run merged).")
@@ -23,6 +24,10 @@ class Command(ManifestMixin, BaseCommand):
                             help="a TREC run (repeatable), scored per intent with --qrels")
         parser.add_argument("--qrels", help="diversity qrels (topic intent docid grade)")
         parser.add_argument("--measure", help="the ad hoc measure computed per intent (e.g. nDCG@10)")
+        parser.add_argument("--order", choices=ORDERS, default="trec_eval",
+                            help="ranking of each run with --run: trec_eval sorts by score, ties "
+                                 "by docid descending (trec_eval's convention); rank keeps the "
+                                 "file's rank column (default trec_eval)")
         parser.add_argument("--budget", type=int,
                             help="judged (query, intent) pairs N*M for the allocation table")
         parser.add_argument("--max-intents", type=int, help="largest M in the allocation table")
@@ -49,7 +54,8 @@ class Command(ManifestMixin, BaseCommand):
                 result["subsample"] = variance.subsample_taus(scores, fractions, o["repeats"], o["seed"])
                 if o["run"]:
                     result["subsample"] += analysis.merged_intent_taus(
-                        o["run"], o["qrels"], o["measure"], fractions, o["repeats"], o["seed"])
+                        o["run"], o["qrels"], o["measure"], fractions, o["repeats"], o["seed"],
+                        order=o["order"])
             if o["save_scores"]:
                 with atomic_output(o["save_scores"], newline="") as fh:
                     for r in scores.itertuples():
@@ -65,7 +71,8 @@ class Command(ManifestMixin, BaseCommand):
             return variance.read_intent_scores(o["scores"])
         if not (o["run"] and o["qrels"] and o["measure"]):
             raise ValueError("give --scores PATH, or --run PATH… --qrels PATH --measure M")
-        return analysis.intent_scores_from_runs(o["run"], o["qrels"], o["measure"])
+        return analysis.intent_scores_from_runs(o["run"], o["qrels"], o["measure"],
+                                                order=o["order"])
 
 
 def _text(result: dict) -> str:

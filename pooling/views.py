@@ -132,7 +132,8 @@ def pool_detail(request, ref):
     pool = _pool_or_404(ref)
     form = PoolQrelsForm(request.GET or None)
     summary = selectors.pool_size_summary(pool)
-    ctx = {"pool": pool, "form": form, "summary": summary}
+    ctx = {"pool": pool, "form": form, "summary": summary,
+           "runs": selectors.pool_run_list(pool)}
     plots = {}
     sizes = summary["sizes"]
     if sizes:

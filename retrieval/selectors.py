@@ -144,15 +144,25 @@ def _sources_check(sources: Iterable[str]) -> set[str]:
 def _contributing(topic_set_name, sources, model_name, collection_name,
                   run_ids: Iterable[int] | None = None) -> Q:
     """The RunQuery filter selecting the contributing runs of :func:`ranking_records`:
-    exactly ``run_ids`` (those of the kinds in ``sources``) when given, else those of
-    :func:`contributing_run_ids`."""
+    exactly ``run_ids`` when given — their user-variant run (at most one) for "user",
+    their system runs for "system" — else those of :func:`contributing_run_ids`."""
     if run_ids is None:
         return Q(run_id__in=contributing_run_ids(
             topic_set_name, sources=sources, model_name=model_name,
             collection_name=collection_name))
-    kinds = [Run.KIND_SYSTEM if s == "system" else Run.KIND_RETRIEVAL
-             for s in _sources_check(sources)]
-    return Q(run_id__in=sorted({int(i) for i in run_ids}), run__kind__in=kinds)
+    sources = _sources_check(sources)
+    ids = sorted({int(i) for i in run_ids})
+    kinds = Q(pk__in=[])
+    if "user" in sources:
+        variants = list(Run.objects.filter(id__in=ids, kind=Run.KIND_RETRIEVAL,
+                                           source="variants").values_list("id", flat=True))
+        if len(variants) > 1:
+            raise ValueError(f"runs {', '.join(map(str, sorted(variants)))} are all "
+                             "user-variant runs; give one so that every person counts once")
+        kinds |= Q(run_id__in=variants)
+    if "system" in sources:
+        kinds |= Q(run__kind=Run.KIND_SYSTEM)
+    return Q(run_id__in=ids) & kinds
 
 
 def ranking_records(

@@ -85,7 +85,8 @@ def as_lists(rankings: dict[str, list[np.ndarray]]) -> dict[str, list[list[int]]
 @pytest.mark.django_db
 def test_a_run_finished_after_the_pool_was_created_is_not_in_its_build(rankings_db):
     pool = services.pool_create(topic_set_name="ts", sources="combined", depth=2)
-    users, sys_a, sys_b = first = first_runs()
+    first = first_runs()
+    sys_a, sys_b = first[1:]
     assert selectors.pool_run_ids(pool) == first
     newer_users, sys_c = later_runs(rankings_db)  # finished before the build, after creation
     built = services.pool_build(pool.id)
@@ -97,8 +98,7 @@ def test_a_run_finished_after_the_pool_was_created_is_not_in_its_build(rankings_
     assert selectors.pool_run_ids(fresh) == [sys_a, sys_b, newer_users.id, sys_c.id]
     assert docs(fresh) != docs(built)
     # a build delivered again (after a failed attempt) reads the same runs
-    PoolTopicRows = built.topics
-    PoolTopicRows.all().delete()
+    built.topics.all().delete()
     Pool.objects.filter(pk=built.pk).update(status=Pool.STATUS_QUEUED)
     assert docs(services.pool_build(built.pk)) == expected_depth_union("combined", 2)
 
@@ -258,3 +258,72 @@ def test_a_run_in_a_pool_cannot_be_deleted_alone_but_goes_with_its_topic_set(ran
         Run.objects.get(tag="sysA").delete()
     rankings_db.delete()
     assert not Pool.objects.filter(pk=pool.pk).exists() and not PoolRun.objects.exists()
+
+
+# --- the data migration ------------------------------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_migration_fills_existing_pools_with_the_runs_their_build_used():
+    """Pools made before pools recorded runs get the runs their build read: the newest
+    finished variants run of their model and collection and every finished system run, as
+    they stood when the pool was built (runs finished later are left out)."""
+    import datetime as dt
+
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    before = [("pooling", "0004_pooltopic_uncompressed_arrays")]
+    after = [("pooling", "0006_pool_runs_fill")]
+    executor = MigrationExecutor(connection)
+    executor.migrate(before)
+    try:
+        apps = executor.loader.project_state(before).apps
+        TopicSet = apps.get_model("crowd", "TopicSet")
+        OldRun = apps.get_model("retrieval", "Run")
+        OldPool = apps.get_model("pooling", "Pool")
+        model = apps.get_model("retrieval", "RetrievalModel").objects.get(name="bm25")
+        qld = apps.get_model("retrieval", "RetrievalModel").objects.get(name="qld")
+        ts = TopicSet.objects.create(name="old")
+        t0 = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+
+        def at(hours):
+            return t0 + dt.timedelta(hours=hours)
+
+        def make_run(hours_finished, **kw):
+            r = OldRun.objects.create(topic_set=ts, finished=at(hours_finished), **kw)
+            OldRun.objects.filter(pk=r.pk).update(created=at(hours_finished - 1))
+            return r.pk
+
+        older = make_run(1, kind="retrieval", source="variants", model=model, status="done")
+        used = make_run(2, kind="retrieval", source="variants", model=model, status="done")
+        make_run(3, kind="retrieval", source="variants", model=qld, status="done")
+        make_run(2, kind="retrieval", source="titles", model=model, status="done")
+        make_run(2, kind="retrieval", source="variants", model=model, status="failed")
+        newer = make_run(6, kind="retrieval", source="variants", model=model, status="done")
+        sys_a = make_run(1, kind="system", source="system", tag="a", status="done")
+        sys_late = make_run(7, kind="system", source="system", tag="late", status="done")
+        make_run(2, kind="system", source="system", tag="half", status="running")
+        combined = OldPool.objects.create(topic_set=ts, sources="combined", depth=5,
+                                          model=model, status="done", finished=at(4))
+        users = OldPool.objects.create(topic_set=ts, sources="users", depth=5, model=model,
+                                       status="done", finished=at(8))
+        systems = OldPool.objects.create(topic_set=ts, sources="systems", depth=5,
+                                         status="queued")
+        no_model = OldPool.objects.create(topic_set=ts, sources="users", depth=5,
+                                          status="failed", finished=at(4))
+        assert older < used
+        executor = MigrationExecutor(connection)
+        executor.migrate(after)
+        PoolRun = executor.loader.project_state(after).apps.get_model("pooling", "PoolRun")
+
+        def runs(pool):
+            return sorted(PoolRun.objects.filter(pool_id=pool.pk).values_list("run_id", flat=True))
+
+        assert runs(combined) == [used, sys_a]
+        assert runs(users) == [newer]
+        assert runs(systems) == [sys_a, sys_late]
+        assert runs(no_model) == []
+    finally:
+        MigrationExecutor(connection).migrate(
+            MigrationExecutor(connection).loader.graph.leaf_nodes())

@@ -327,3 +327,28 @@ def test_the_migration_fills_existing_pools_with_the_runs_their_build_used():
     finally:
         MigrationExecutor(connection).migrate(
             MigrationExecutor(connection).loader.graph.leaf_nodes())
+
+
+@pytest.mark.django_db
+def test_the_analysis_pages_read_a_pools_runs(rankings_db, client, django_user_model):
+    pool = services.pool_build(services.pool_create(topic_set_name="ts", sources="combined",
+                                                    depth=2, name="p").id)
+    client.force_login(django_user_model.objects.create_user(
+        "organiser", password="pw-organiser-1", is_staff=True))
+    url = reverse("pooling:rbo") + f"?pool={pool.pk}&reference=pairs&p=0.9"
+    before = client.get(url)
+    assert before.status_code == 200 and before.context["result"]["runs"] == first_runs()
+    growth_url = reverse("pooling:growth") + f"?pool={pool.pk}&depths=1,2&orders=2"
+    growth_before = client.get(growth_url).context["fits"]
+    assert len(growth_before) == 4  # users and systems, two depths each
+    later_runs(rankings_db)
+    after = client.get(url)
+    assert after.context["result"] == before.context["result"]
+    assert client.get(growth_url).context["fits"] == growth_before
+    # by topic set, the page reads the newer runs
+    assert client.get(reverse("pooling:rbo") + "?topic_set=ts&reference=pairs&p=0.9"
+                      ).context["result"]["runs"] != first_runs()
+    bad = client.get(reverse("pooling:rbo") + "?pool=nope").content.decode()
+    assert "no pool" in bad
+    both = client.get(reverse("pooling:rbo") + "?p=0.9").content.decode()
+    assert "give a topic set or a pool" in both

@@ -352,3 +352,14 @@ def test_the_analysis_pages_read_a_pools_runs(rankings_db, client, django_user_m
     assert "no pool" in bad
     both = client.get(reverse("pooling:rbo") + "?p=0.9").content.decode()
     assert "give a topic set or a pool" in both
+
+
+@pytest.mark.django_db
+def test_the_admin_shows_a_pools_runs_read_only(rankings_db, admin_client):
+    pool = services.pool_create(topic_set_name="ts", sources="systems", depth=2)
+    page = admin_client.get(reverse("admin:pooling_pool_change", args=[pool.pk]))
+    assert page.status_code == 200
+    html = page.content.decode()
+    for run_ in Run.objects.all():
+        shown = f">{run_}<" in html  # the run's link (not "PoolRun object (n)")
+        assert shown == (run_.id in selectors.pool_run_ids(pool)), run_.tag

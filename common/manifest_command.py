@@ -108,7 +108,6 @@ class ManifestMixin:
     # manifest records these values, so verifying reads the same inputs again
     manifest_pins: dict
 
-
     def create_parser(self, prog_name, subcommand, **kwargs):
         parser = super().create_parser(prog_name, subcommand, **kwargs)
         _add_flag(parser, False)

@@ -151,18 +151,17 @@ def _contributing(topic_set_name, sources, model_name, collection_name,
             topic_set_name, sources=sources, model_name=model_name,
             collection_name=collection_name))
     sources = _sources_check(sources)
-    ids = sorted({int(i) for i in run_ids})
-    kinds = Q(pk__in=[])
+    rows = list(Run.objects.filter(id__in={int(i) for i in run_ids})
+                .values_list("id", "kind", "source"))
+    variants = sorted(i for i, kind, source in rows
+                      if kind == Run.KIND_RETRIEVAL and source == "variants")
+    chosen = [i for i, kind, _ in rows if kind == Run.KIND_SYSTEM] if "system" in sources else []
     if "user" in sources:
-        variants = list(Run.objects.filter(id__in=ids, kind=Run.KIND_RETRIEVAL,
-                                           source="variants").values_list("id", flat=True))
         if len(variants) > 1:
-            raise ValueError(f"runs {', '.join(map(str, sorted(variants)))} are all "
-                             "user-variant runs; give one so that every person counts once")
-        kinds |= Q(run_id__in=variants)
-    if "system" in sources:
-        kinds |= Q(run__kind=Run.KIND_SYSTEM)
-    return Q(run_id__in=ids) & kinds
+            raise ValueError(f"runs {', '.join(map(str, variants))} are all user-variant "
+                             "runs; give one so that every person counts once")
+        chosen += variants
+    return Q(run_id__in=sorted(chosen))
 
 
 def ranking_records(

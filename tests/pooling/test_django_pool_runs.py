@@ -13,7 +13,7 @@ from django.core.management.base import CommandError
 from django.urls import reverse
 
 from judging.models import TaskTopic
-from judging.selectors import pool_contributing_rankings
+from judging.selectors import pool_contributing_rankings, topic_query_texts
 from judging.services import judging_task_create
 from pooling import analysis, rbo as rbo_maths, selectors, services
 from pooling.models import Pool, PoolRun
@@ -109,6 +109,8 @@ def test_later_runs_change_neither_the_adaptive_orders_nor_the_analyses(rankings
                                                     depth=2, name="p").id)
     before = as_lists(pool_contributing_rankings(pool))
     task = judging_task_create(pool=pool, name="mtf-before", mode="topic", order="mtf")
+    texts = {t: topic_query_texts(task, t) for t in ("1", "2")}
+    assert texts["1"]["doc-b"] == []  # only a user variant (no text stored here) found it
     growth = run("pool_analysis", "growth", "--pool", "p", "--depths", "1", "2")
     rbo = run("pool_analysis", "rbo", "--pool", "p", "--reference", "pairs")
     assert json.loads(rbo)["runs"] == first_runs()
@@ -120,6 +122,7 @@ def test_later_runs_change_neither_the_adaptive_orders_nor_the_analyses(rankings
     assert as_lists(pool_contributing_rankings(pool)) == before
     after = judging_task_create(pool=pool, name="mtf-after", mode="topic", order="bandit")
     assert task_rankings(after) == task_rankings(task)
+    assert {t: topic_query_texts(task, t) for t in ("1", "2")} == texts  # sysC not shown
     assert run("pool_analysis", "growth", "--pool", "p", "--depths", "1", "2") == growth
     assert run("pool_analysis", "rbo", "--pool", "p", "--reference", "pairs") == rbo
     # the same analyses of the topic set read the newer runs: they differ

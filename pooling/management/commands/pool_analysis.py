@@ -6,14 +6,14 @@
                          [--collection C] [--runs ID ...]
     pool_analysis rbo (--topic-set T | --pool P) [--p 0.9] [--reference {titles,pairs}]
                       [--model M] [--collection C] [--test {topic,pair}] [--runs ID ...]
+    pool_analysis coverage --qrels Q POOL [POOL ...]
+    pool_analysis scatter POOL [--qrels Q]
 
 growth and rbo read the rankings of the runs that contribute now (the newest variants run
 of the model and collection, every finished system run); with --pool those the pool was
 built from; with --runs exactly those. The result lists the runs it read ("runs"), and
 with --manifest the manifest records them as --runs, so verify_manifest reads the same
 runs again whatever was imported or finished since.
-    pool_analysis coverage --qrels Q POOL [POOL ...]
-    pool_analysis scatter POOL [--qrels Q]
 """
 import csv
 import json
@@ -45,6 +45,7 @@ class Command(ManifestMixin, BaseCommand):
 
         p = add("sizes", "pool size per topic and the mean")
         p.add_argument("pool")
+
         def add_runs(p):
             which = p.add_mutually_exclusive_group(required=True)
             which.add_argument("--topic-set", default=None)

@@ -366,3 +366,12 @@ def test_the_admin_shows_a_pools_runs_read_only(rankings_db, admin_client):
     for run_ in Run.objects.all():
         shown = f">{run_}<" in html  # the run's link (not "PoolRun object (n)")
         assert shown == (run_.id in selectors.pool_run_ids(pool)), run_.tag
+
+
+@pytest.mark.django_db
+def test_listing_pools_reads_their_runs_in_one_query(rankings_db, django_assert_num_queries):
+    for depth in (1, 2, 3):
+        services.pool_create(topic_set_name="ts", sources="combined", depth=depth)
+    with django_assert_num_queries(2):  # the pools, then the runs of all of them
+        listed = [selectors.pool_run_list(p) for p in selectors.pool_list()]
+    assert listed == [listed[0]] * 3 and [r["id"] for r in listed[0]] == first_runs()

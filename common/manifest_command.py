@@ -10,6 +10,11 @@ file (replaced only when complete). Options naming a second output file (a CSV b
 report) are listed in ``manifest_side_outputs``: they are left out of the manifest's
 arguments, so verifying never rewrites that file, and the manifest covers ``--out`` only.
 
+A command that resolves an input while it runs (the runs an analysis reads, looked up as
+"the newest") sets ``self.manifest_pins = {option: value}``: the manifest's arguments
+carry those values, so ``verify_manifest`` recomputes from the same inputs, not from
+whatever is newest then.
+
 Every such command computes with one BLAS thread (threadpoolctl): with several, matrix
 products are summed in an order that depends on the thread count, and a model fitted on
 another day or machine differs in the last digits that JSON prints.
@@ -99,6 +104,9 @@ class ManifestMixin:
 
     manifest_output = "out"
     manifest_side_outputs: tuple[str, ...] = ()
+    # options the command resolved while it ran (e.g. "the newest runs" as run ids): the
+    # manifest records these values, so verifying reads the same inputs again
+    manifest_pins: dict
 
     def create_parser(self, prog_name, subcommand, **kwargs):
         parser = super().create_parser(prog_name, subcommand, **kwargs)
@@ -131,8 +139,10 @@ class ManifestMixin:
         name = self.__module__.rsplit(".", 1)[-1]
         parser = self.create_parser("manage.py", name)
         side = frozenset(self.manifest_side_outputs)
-        argv = _argv(parser, options, side)
+        self.manifest_pins = {}
         result = super().execute(*args, **options)
+        options = {**options, **self.manifest_pins}
+        argv = _argv(parser, options, side)
         params = {k: _jsonable(v) for k, v in options.items()
                   if k not in _RUNTIME and k not in side and k not in ("stdout", "stderr")}
         env = manifest.environment(root=settings.BASE_DIR,

@@ -259,15 +259,13 @@ def assessor_recent_labels(task: JudgingTask, assessor: str, limit: int = 20) ->
 
 def pool_contributing_rankings(pool) -> dict[str, list[np.ndarray]]:
     """``{topic: [0-based pool positions of one contributing ranking, …]}``: every ranking
-    that built the pool, cut at the pool depth, its documents as positions in the pool's
+    of the runs that built the pool (those it recorded, never a newer run), cut at the pool depth, its documents as positions in the pool's
     order (documents the pool left out, e.g. beyond an RBP budget, dropped). Rankings in
     the order pooling reads them (topic, source, run, label)."""
-    from pooling.selectors import pool_topic_arrays, ranking_contributions
+    from pooling.selectors import pool_run_ids, pool_topic_arrays, ranking_contributions
 
-    scope = {"collection_name": pool.collection.name} if pool.collection_id else {}
     _records, contributions, remap = ranking_contributions(
-        pool.topic_set.name, pool.sources,
-        model_name=pool.model.name if pool.model else None, depth=pool.depth, **scope)
+        pool.topic_set.name, pool.sources, depth=pool.depth, run_ids=pool_run_ids(pool))
     by_topic: dict[str, list] = defaultdict(list)
     for c in contributions:
         by_topic[c.topic_id].append(c.docids)
@@ -328,16 +326,15 @@ def topic_query_texts(task: JudgingTask, topic_id: str) -> dict[str, list[str]]:
     built the pool, cut at its depth) of one topic: the queries that retrieved each —
     user variants by their text, system runs by the topic's title."""
     from crowd.selectors import variant_groups
+    from pooling.selectors import pool_run_ids
     from retrieval.selectors import docid_strings, ranking_records
 
     pool = task.pool
     sources = {"users": ("user",), "systems": ("system",)}.get(pool.sources, ("user", "system"))
     by_id: dict[int, set[str]] = defaultdict(set)
     user_labels: set[str] = set()
-    for r in ranking_records(pool.topic_set.name, sources=sources,
-                             model_name=pool.model.name if pool.model_id else None,
-                             collection_name=pool.collection.name if pool.collection_id else None,
-                             topic_ids=[topic_id]):
+    for r in ranking_records(pool.topic_set.name, sources=sources, topic_ids=[topic_id],
+                             run_ids=pool_run_ids(pool)):
         key = r.label if r.source == "user" else "\tsystem"
         if r.source == "user":
             user_labels.add(r.label)

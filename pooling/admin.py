@@ -1,6 +1,19 @@
 from django.contrib import admin
 
-from .models import Pool, PoolTopic, Qrels
+from .models import Pool, PoolRun, PoolTopic, Qrels
+
+
+class PoolRunInline(admin.TabularInline):
+    """The runs a pool was built from: fixed when it was created, so read only."""
+
+    model = PoolRun
+    fields = ("run",)
+    readonly_fields = ("run",)
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None):
+        return False
 
 
 @admin.register(Pool)
@@ -11,6 +24,7 @@ class PoolAdmin(admin.ModelAdmin):
     search_fields = ("name",)
     readonly_fields = ("status", "progress", "error", "topics_count", "documents_count",
                        "created", "finished")
+    inlines = (PoolRunInline,)
 
 
 @admin.register(PoolTopic)

@@ -98,6 +98,7 @@ def pool_growth_analysis(
     collection_name: str | None = None,
     orders: int = 10,
     seed: int = 0,
+    run_ids: Iterable[int] | None = None,
 ) -> dict:
     """Pool growth as answers (users) or runs (systems) are added, per depth.
 
@@ -113,6 +114,10 @@ def pool_growth_analysis(
     curve over ``n = 1..N`` where N is the fewest contributors of any topic (``range``),
     so every point averages every topic; ``per_topic`` holds each topic's own exponent
     over the same range, with their mean and 95% t interval (``x_mean``, ``x_ci95``).
+
+    The rankings are those of exactly ``run_ids`` when given (a pool's runs:
+    :func:`pooling.selectors.pool_run_ids`), else of the runs that contribute now;
+    ``runs`` lists the ids of the runs read.
     """
     if sources not in (Pool.SOURCES_USERS, Pool.SOURCES_SYSTEMS):
         raise ValueError(f"growth is measured for users or systems, not {sources!r}")
@@ -123,12 +128,13 @@ def pool_growth_analysis(
         raise ValueError("orders must be at least 1")
     records, contribs, _ = selectors.ranking_contributions(
         topic_set_name, sources, model_name=model_name, collection_name=collection_name,
-        depth=depths[-1])
+        depth=depths[-1], run_ids=run_ids)
     if not records:
         raise ValueError(
             f"topic set {topic_set_name!r} has no stored {sources} rankings"
             + (f" of model {model_name!r}" if model_name else "")
             + (f" over collection {collection_name!r}" if collection_name else "")
+            + (f" in runs {_ids(run_ids)}" if run_ids is not None else "")
         )
     keys = selectors.answer_keys(topic_set_name) if sources == Pool.SOURCES_USERS else {}
     ordered = _ordered_contributors(records, sources, keys)
@@ -168,31 +174,102 @@ def pool_growth_analysis(
         "seed": seed,
         "topics": len(topics),
         "contributors": counts,
+        "runs": sorted({r.run_id for r in records}),
         "curves": curves,
         "fit": fits,
     }
 
 
+def _ids(run_ids) -> str:
+    return ", ".join(str(i) for i in sorted({int(i) for i in run_ids})) or "(none)"
+
+
 # --- rank-biased overlap -----------------------------------------------------------------
 
 
-def _title_run(topic_set_name: str, source):
+def _title_run(topic_set_name: str, model: str | None, collection: str | None):
     """The newest finished title-query run of the user rankings' model and collection."""
     from retrieval.selectors import run_list
 
     qs = run_list(topic_set_name).filter(kind="retrieval", source="titles", status="done",
-                                         model__name=source.model)
-    qs = (qs.filter(collection__name=source.collection) if source.collection
+                                         model__name=model)
+    qs = (qs.filter(collection__name=collection) if collection
           else qs.filter(collection__isnull=True))
     run = qs.order_by("-created", "-id").first()
     if run is None:
         raise ValueError(
             f"topic set {topic_set_name!r} has no finished title-query run of model "
-            f"{source.model!r}" + (f" over collection {source.collection!r}"
-                                   if source.collection else "")
+            f"{model!r}" + (f" over collection {collection!r}" if collection else "")
             + "; retrieve the titles first, or compare all pairs (reference pairs)"
         )
     return run
+
+
+@dataclass(frozen=True)
+class _RBORuns:
+    """The runs an RBO analysis reads: the user-variant run (None: system pairs only), the
+    title-query run (reference titles), the system runs."""
+
+    user: object | None
+    title: object | None
+    system_ids: list[int]
+
+
+def _rbo_runs_given(topic_set_name: str, run_ids, reference: str) -> _RBORuns:
+    """Exactly the runs ``run_ids`` of the topic set: at most one user-variant run, the
+    system runs, and for ``reference="titles"`` a title-query run (the newest of the user
+    run's model and collection when none is given)."""
+    from retrieval.selectors import run_list
+
+    wanted = sorted({int(i) for i in run_ids})
+    runs = {r.id: r for r in run_list(topic_set_name).filter(id__in=wanted)}
+    missing = [i for i in wanted if i not in runs]
+    if missing:
+        raise ValueError(f"topic set {topic_set_name!r} has no run {_ids(missing)}")
+    retrieved = [runs[i] for i in wanted if runs[i].kind == "retrieval"]
+    variants = [r for r in retrieved if r.source == "variants"]
+    titles = [r for r in retrieved if r.source == "titles"]
+    for what, found in (("user-variant", variants), ("title-query", titles)):
+        if len(found) > 1:
+            raise ValueError(f"runs {_ids(r.id for r in found)} are all {what} runs; give "
+                             "one so that every query counts once")
+    user = variants[0] if variants else None
+    system_ids = [i for i in wanted if runs[i].kind == "system"]
+    if user is None and not system_ids:
+        raise ValueError(f"runs {_ids(wanted)} of topic set {topic_set_name!r} hold no "
+                         "user-variant or system run")
+    title = titles[0] if titles and reference == "titles" else None
+    if reference == "titles" and title is None and user is not None:
+        title = _title_run(topic_set_name, user.model.name if user.model else None,
+                           user.collection.name if user.collection else None)
+    return _RBORuns(user, title, system_ids)
+
+
+def _rbo_runs_now(topic_set_name: str, reference: str, model_name, collection_name) -> _RBORuns:
+    """The runs that contribute now: the newest variants run of the one allowed model and
+    collection, every finished system run, and for ``reference="titles"`` the newest title
+    run of that model and collection.
+
+    Without a user-variant run the system pairs are compared alone, unless a model or
+    collection was asked for (then its run is missing) or there is no system run either.
+    """
+    from retrieval.selectors import contributing_run_ids, run_get, user_ranking_source_get
+
+    source = user_ranking_source_get(topic_set_name, model_name=model_name,
+                                     collection_name=collection_name)
+    system_ids = contributing_run_ids(topic_set_name, sources=("system",))
+    if source is None and (model_name or collection_name or not system_ids):
+        raise ValueError(
+            f"topic set {topic_set_name!r} has no finished user-variant run"
+            + (f" of model {model_name!r}" if model_name else "")
+            + (f" over collection {collection_name!r}" if collection_name else "")
+            + ("" if system_ids else " and no finished system run")
+            + "; retrieve the variants first" + ("" if system_ids else " or import runs")
+        )
+    user = run_get(source.run_id) if source is not None else None
+    title = (_title_run(topic_set_name, source.model, source.collection)
+             if reference == "titles" and source is not None else None)
+    return _RBORuns(user, title, system_ids)
 
 
 def _pairs(n: int, max_pairs: int, rng) -> list[tuple[int, int]]:
@@ -303,6 +380,7 @@ def rbo_analysis(
     max_pairs: int = 2000,
     seed: int = 0,
     test: str = "topic",
+    run_ids: Iterable[int] | None = None,
 ) -> dict:
     """Rank-biased overlap of user-variant rankings and of system-run rankings, per topic.
 
@@ -318,8 +396,13 @@ def rbo_analysis(
     one-sided Wilcoxon signed-rank test across the topics that have both; ``"pair"`` runs
     a one-sided Mann-Whitney U over every pair, which is anti-conservative because the
     pairs of a topic share rankings.
+
+    A topic set with system runs only gets its system pairs (``user`` is empty and there
+    is no test). With ``run_ids`` (a pool's runs: :func:`pooling.selectors.pool_run_ids`,
+    or the ``runs`` of an earlier result) exactly those runs are read — a title-query run
+    among them is the reference; ``runs`` lists the ids of the runs read.
     """
-    from retrieval.selectors import ranking_records, run_rankings, user_ranking_source_get
+    from retrieval.selectors import ranking_records, run_rankings
 
     if reference not in ("titles", "pairs"):
         raise ValueError(f"reference must be titles or pairs, not {reference!r}")
@@ -327,25 +410,19 @@ def rbo_analysis(
         raise ValueError(f"test must be topic or pair, not {test!r}")
     if not 0.0 < float(p) < 1.0:
         raise ValueError(f"p must lie strictly between 0 and 1, not {p}")
-    source = user_ranking_source_get(topic_set_name, model_name=model_name,
-                                     collection_name=collection_name)
-    title_run = None
+    runs = (_rbo_runs_given(topic_set_name, run_ids, reference) if run_ids is not None
+            else _rbo_runs_now(topic_set_name, reference, model_name, collection_name))
+    title_run = runs.title
     refs: dict[str, tuple[list[str], list[float]]] = {}
-    if reference == "titles":
-        if source is None:
-            raise ValueError(
-                f"topic set {topic_set_name!r} has no finished user-variant run"
-                + (f" of model {model_name!r}" if model_name else "")
-                + "; retrieve the variants first"
-            )
-        title_run = _title_run(topic_set_name, source)
+    if title_run is not None:
         refs = {qid: (docids, scores) for qid, docids, scores in run_rankings(title_run)}
     records = []
-    if source is not None:
-        records += list(ranking_records(
-            topic_set_name, sources=("user",), model_name=source.model,
-            collection_name=source.collection))
-    records += list(ranking_records(topic_set_name, sources=("system",)))
+    if runs.user is not None:
+        records += list(ranking_records(topic_set_name, sources=("user",),
+                                        run_ids=[runs.user.id]))
+    if runs.system_ids:
+        records += list(ranking_records(topic_set_name, sources=("system",),
+                                        run_ids=runs.system_ids))
     # dense ids in docid string order over the stored rankings and the reference rankings
     remap = selectors.docid_remap([r.docids for r in records])
     strings = remap.strings()
@@ -393,13 +470,18 @@ def rbo_analysis(
 
     per_topic = _per_topic_means(out["user"], out["system"])
     significance, note = _significance(out["user"], out["system"], per_topic, test)
+    if runs.user is None:
+        note = "system-run pairs only: no user-variant run, so no test"
+    user = runs.user
     return {
         "topic_set": topic_set_name,
         "p": float(p),
         "reference": reference,
         "reference_run": title_run.id if title_run else None,
-        "model": source.model if source else None,
-        "collection": source.collection if source else None,
+        "model": user.model.name if user is not None and user.model else None,
+        "collection": user.collection.name if user is not None and user.collection else None,
+        "runs": sorted({r.id for r in (user, title_run) if r is not None}
+                       | set(runs.system_ids)),
         "user": out["user"],
         "system": out["system"],
         "summary": {"user": summary(out["user"]), "system": summary(out["system"])},

@@ -3,7 +3,7 @@ through :func:`pooling.services.pool_create`), a pool's documents per topic in p
 order, and imported qrels (read)."""
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import generics, mixins, serializers, status, viewsets
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
@@ -15,17 +15,33 @@ from pooling.models import Pool, Qrels
 from retrieval.selectors import collection_get, retrieval_model_get
 
 
+class PoolRunSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    kind = serializers.CharField(help_text="retrieval (retrieved here) or system (imported)")
+    tag = serializers.CharField(help_text="the system run's tag; empty for a run retrieved here")
+    model = serializers.CharField(allow_null=True, help_text="the retrieval model; null for an "
+                                                             "imported system run")
+    source = serializers.CharField(help_text="what was retrieved: titles, descriptions, "
+                                             "variants, or system for an imported run")
+
+
 class PoolSerializer(serializers.ModelSerializer):
     topic_set = serializers.CharField(source="topic_set.name")
     collection = serializers.CharField(source="collection.name", allow_null=True, default=None)
     model = serializers.CharField(source="model.name", allow_null=True, default=None)
     label = serializers.CharField(help_text="the pool's name, else pool-<id>")
+    runs = serializers.SerializerMethodField(
+        help_text="the runs the pool was built from, fixed when it was created")
 
     class Meta:
         model = Pool
         fields = ["id", "name", "label", "topic_set", "sources", "strategy", "depth", "p", "budget",
-                  "budget_scope", "collection", "model", "status", "progress", "error",
+                  "budget_scope", "collection", "model", "runs", "status", "progress", "error",
                   "topics_count", "documents_count", "created", "finished"]
+
+    @extend_schema_field(PoolRunSerializer(many=True))
+    def get_runs(self, pool) -> list[dict]:
+        return selectors.pool_run_list(pool)
 
 
 class PoolCreateSerializer(serializers.Serializer):

@@ -5,6 +5,9 @@ packed little-endian arrays in priority order (``docids``: int32 ids into the re
 docid vocabulary; ``weights``: float64; ``min_rank``, ``users``, ``systems``: int32), never
 one row per document — a depth-1000 pool over 10k variants holds millions of documents.
 
+A pool records the runs it was built from (:class:`PoolRun`) when it is created; nothing
+it builds or replays looks up "the newest run" again.
+
 Imported qrels are one row per judgment (topic, intent, docid, grade): they are read by
 topic and joined to pools by docid string, and are written in batches.
 """
@@ -88,6 +91,10 @@ class Pool(models.Model):
     model = models.ForeignKey(
         "retrieval.RetrievalModel", null=True, blank=True, on_delete=models.PROTECT
     )
+    # The runs whose rankings build the pool, fixed when it is created: its build, the
+    # judging orders that replay its rankings and its analyses read exactly these.
+    runs = models.ManyToManyField("retrieval.Run", through="PoolRun", related_name="pools",
+                                  blank=True)
     status = models.CharField(max_length=10, choices=STATUS_CHOICES, default=STATUS_QUEUED)
     progress = models.FloatField(default=0.0)
     error = models.TextField(blank=True, default="")
@@ -112,6 +119,20 @@ class Pool(models.Model):
     def label(self) -> str:
         """The name given to the pool, else ``pool-<id>``."""
         return self.name or f"pool-{self.pk}"
+
+
+class PoolRun(models.Model):
+    """A run a pool was built from. A run in a pool cannot be deleted on its own (the pool
+    could no longer be rebuilt or replayed); it goes with its pool or topic set."""
+
+    pool = models.ForeignKey(Pool, on_delete=models.CASCADE, related_name="pool_runs")
+    run = models.ForeignKey("retrieval.Run", on_delete=models.RESTRICT, related_name="pool_runs")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["pool", "run"], name="uniq_pool_run"),
+        ]
+        ordering = ["pool", "run"]
 
 
 class PoolTopic(models.Model):

@@ -8,12 +8,13 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator
 
 import numpy as np
+from django.db.models import Prefetch
 
 from crowd.naturalsort import natural_key
 from retrieval.selectors import docid_order, docid_strings, ranking_records
 
 from . import pools as pool_maths
-from .models import Pool, PoolTopic, Qrels, QrelsJudgment
+from .models import Pool, PoolRun, PoolTopic, Qrels, QrelsJudgment
 from .remap import DocidRemap
 
 ID_DTYPE = np.dtype("<i4")
@@ -57,23 +58,49 @@ class TopicArrays:
 
 
 def pool_list(topic_set_name: str | None = None):
-    qs = Pool.objects.select_related("topic_set", "collection", "model")
+    qs = (Pool.objects.select_related("topic_set", "collection", "model")
+          .prefetch_related(_pool_runs_prefetch()))
     if topic_set_name is not None:
         qs = qs.filter(topic_set__name=topic_set_name)
     return qs
 
 
 def pool_get(ref) -> Pool:
-    """A pool by name, or by id when no pool has that name (one query)."""
+    """A pool by name, or by id when no pool has that name, with the runs it was built
+    from (two queries)."""
     from django.db.models import Q
 
     ref_s = str(ref)
     cond = Q(name=ref_s) | Q(pk=int(ref_s)) if ref_s.isdigit() else Q(name=ref_s)
-    pools = list(Pool.objects.select_related("topic_set", "collection", "model").filter(cond)[:2])
+    pools = list(Pool.objects.select_related("topic_set", "collection", "model")
+                 .prefetch_related(_pool_runs_prefetch()).filter(cond)[:2])
     pools.sort(key=lambda p: p.name != ref_s)  # a name match wins over an id match
     if not pools:
         raise ValueError(f"no pool {ref_s!r} (give a pool id or name)")
     return pools[0]
+
+
+def pool_run_ids(pool: Pool) -> list[int]:
+    """The ids of the runs the pool was built from, ascending (one query)."""
+    return list(PoolRun.objects.filter(pool=pool).order_by("run_id")
+                .values_list("run_id", flat=True))
+
+
+def _pool_runs_prefetch() -> Prefetch:
+    return Prefetch("pool_runs", queryset=PoolRun.objects.select_related("run__model"))
+
+
+def pool_run_list(pool: Pool) -> list[dict]:
+    """The runs the pool was built from, by id: ``{"id", "kind", "tag", "model", "source"}``
+    (``model`` is the retrieval model's name, None for an imported system run). No query
+    for a pool from :func:`pool_list` or :func:`pool_get` (prefetched), else one."""
+    if "pool_runs" in getattr(pool, "_prefetched_objects_cache", {}):
+        pool_runs = pool.pool_runs.all()
+    else:
+        pool_runs = PoolRun.objects.filter(pool=pool).select_related("run__model")
+    runs = sorted((pr.run for pr in pool_runs), key=lambda r: r.id)
+    return [{"id": r.id, "kind": r.kind, "tag": r.tag, "model": r.model.name if r.model else None,
+             "source": r.source} for r in runs]
 
 
 def pool_sizes(pool: Pool) -> dict[str, int]:
@@ -211,6 +238,7 @@ def contribution_list(
     topic_ids: Iterable[str] | None = None,
     on_topic: Callable[[int], None] | None = None,
     depth: int | None = None,
+    run_ids: Iterable[int] | None = None,
 ):
     """The contributing rankings of a topic set (:func:`retrieval.selectors.ranking_records`:
     finished runs only, one ranking per variant of the one allowed model and collection) as
@@ -223,15 +251,16 @@ def contribution_list(
     A user contribution weighs its number of answers (``weight``: a variant typed by w
     people counts w). With ``depth`` the contributions hold only each ranking's top
     ``depth``; the records keep their whole rankings. ``on_topic(n)`` is called as the
-    n-th topic's rankings start to arrive.
+    n-th topic's rankings start to arrive. With ``run_ids`` exactly those runs contribute
+    (a pool's: :func:`pool_run_ids`).
     """
     records = _contributing_records(topic_set_name, sources, model_name, collection_name,
-                                    topic_ids, on_topic)
+                                    topic_ids, on_topic, run_ids)
     return records, [_contribution(r, r.docids[:depth]) for r in records]
 
 
 def _contributing_records(topic_set_name, sources, model_name, collection_name, topic_ids,
-                          on_topic) -> list:
+                          on_topic, run_ids=None) -> list:
     if sources not in SOURCE_KINDS:
         raise ValueError(f"sources must be one of {sorted(SOURCE_KINDS)}, not {sources!r}")
     records = []
@@ -240,6 +269,7 @@ def _contributing_records(topic_set_name, sources, model_name, collection_name, 
     for rec in ranking_records(
         topic_set_name, sources=SOURCE_KINDS[sources], model_name=model_name,
         collection_name=collection_name, topic_ids=topic_ids, with_scores=False,
+        run_ids=run_ids,
     ):
         if rec.topic_id != last_topic:
             last_topic = rec.topic_id
@@ -268,6 +298,7 @@ def ranking_contributions(
     topic_ids: Iterable[str] | None = None,
     on_topic: Callable[[int], None] | None = None,
     depth: int | None = None,
+    run_ids: Iterable[int] | None = None,
 ):
     """:func:`contribution_list` with the docids remapped to dense ids in docid string
     order.
@@ -275,10 +306,10 @@ def ranking_contributions(
     Returns ``(records, contributions, remap)``: the retrieval records, the parallel
     contributions with dense docids, and the remap. With ``depth`` the contributions
     (and the remap) hold only each ranking's top ``depth``; the records keep their whole
-    rankings.
+    rankings. With ``run_ids`` exactly those runs contribute.
     """
     records = _contributing_records(topic_set_name, sources, model_name, collection_name,
-                                    topic_ids, on_topic)
+                                    topic_ids, on_topic, run_ids)
     remap = docid_remap(r.docids[:depth] for r in records)
     contributions = [_contribution(r, remap.to_dense(r.docids[:depth])) for r in records]
     return records, contributions, remap

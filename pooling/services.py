@@ -29,6 +29,7 @@ from crowd.naturalsort import natural_key
 from retrieval import leases
 from retrieval.selectors import (
     collection_get,
+    contributing_run_ids,
     ranking_depth,
     retrieval_model_get,
     user_ranking_source_get,
@@ -36,7 +37,7 @@ from retrieval.selectors import (
 
 from . import pools as pool_maths
 from . import qrelsio
-from .models import Pool, PoolTopic, Qrels, QrelsJudgment
+from .models import Pool, PoolRun, PoolTopic, Qrels, QrelsJudgment
 from .remap import DocidRemap
 from .selectors import (
     COUNT_DTYPE,
@@ -45,6 +46,7 @@ from .selectors import (
     WEIGHT_DTYPE,
     contribution_list,
     docid_remap,
+    pool_run_ids,
 )
 
 log = logging.getLogger(__name__)
@@ -84,6 +86,11 @@ def pool_create(
     :func:`retrieval.selectors.user_ranking_source_get` allows: this refuses, naming them,
     when several models or collections have user rankings and none is chosen). The depth
     strategy needs ``depth``; rbp defaults it to the depth of the stored rankings.
+
+    The pool records the runs it is built from, as they are now
+    (:func:`retrieval.selectors.contributing_run_ids`): its build, the judging orders that
+    replay its rankings and its analyses read exactly these, whatever is imported or
+    finished later.
     """
     if sources not in SOURCE_KINDS:
         raise ValueError(f"sources must be one of {sorted(SOURCE_KINDS)}, not {sources!r}")
@@ -105,10 +112,11 @@ def pool_create(
         if source is not None:  # with none, the build fails saying so
             model = retrieval_model_get(source.model) if source.model else None
             collection = collection_get(source.collection) if source.collection else None
+    run_ids = contributing_run_ids(topic_set.name, sources=SOURCE_KINDS[sources],
+                                   model_name=model.name if model else None,
+                                   collection_name=collection.name if collection else None)
     if depth is None:
-        depth = ranking_depth(topic_set.name, sources=SOURCE_KINDS[sources],
-                              model_name=model.name if model else None,
-                              collection_name=collection.name if collection else None)
+        depth = ranking_depth(topic_set.name, sources=SOURCE_KINDS[sources], run_ids=run_ids)
         if depth < 1:
             raise ValueError(_no_rankings_message(topic_set.name, sources, model, collection))
     with transaction.atomic():
@@ -126,6 +134,7 @@ def pool_create(
             woken=timezone.now(),  # built here at once, or woken on commit
             wakeups=1 if enqueue else 0,
         )
+        PoolRun.objects.bulk_create(PoolRun(pool=pool, run_id=i) for i in run_ids)
         if enqueue:
             pool_id = pool.id
             transaction.on_commit(lambda: _pool_wake(pool_id))
@@ -158,7 +167,8 @@ def pool_failure_message(exc: BaseException) -> str:
 
 def pool_build(pool_id: int, *, progress: Callable[[float], None] | None = None,
                retry_on: tuple[type[BaseException], ...] = ()) -> Pool:
-    """Build a recorded pool from the stored rankings and store its documents.
+    """Build a recorded pool from the rankings of the runs it recorded and store its
+    documents.
 
     The build holds the pool's lease (:mod:`retrieval.leases`) while it runs. Idempotent
     under duplicate delivery: a pool that is done, failed or being built by a live process
@@ -190,6 +200,7 @@ def pool_build(pool_id: int, *, progress: Callable[[float], None] | None = None,
             collection_name=pool.collection.name if pool.collection else None,
             on_topic=on_topic,
             depth=pool.depth,
+            run_ids=pool_run_ids(pool),
         )
         if not contributions:
             raise ValueError(_no_rankings_message(pool.topic_set.name, pool.sources,

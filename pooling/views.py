@@ -132,7 +132,8 @@ def pool_detail(request, ref):
     pool = _pool_or_404(ref)
     form = PoolQrelsForm(request.GET or None)
     summary = selectors.pool_size_summary(pool)
-    ctx = {"pool": pool, "form": form, "summary": summary}
+    ctx = {"pool": pool, "form": form, "summary": summary,
+           "runs": selectors.pool_run_list(pool)}
     plots = {}
     sizes = summary["sizes"]
     if sizes:
@@ -181,8 +182,34 @@ def _bound_with_defaults(form_class, query):
     return form_class(data)
 
 
-class GrowthForm(forms.Form):
-    topic_set = forms.CharField(max_length=100)
+class TopicSetOrPoolForm(forms.Form):
+    """A topic set, whose contributing runs are read as they are now, or a pool, whose
+    topic set and recorded runs are read (``run_ids`` in the cleaned data)."""
+
+    topic_set = forms.CharField(max_length=100, required=False)
+    pool = forms.CharField(max_length=100, required=False,
+                           help_text="or a pool: its topic set and the runs it was built from")
+
+    def clean(self):
+        d = super().clean()
+        d["run_ids"] = None
+        if d.get("pool"):
+            try:
+                pool = selectors.pool_get(d["pool"])
+            except ValueError as exc:
+                self.add_error("pool", str(exc))
+                return d
+            if d.get("topic_set") and d["topic_set"] != pool.topic_set.name:
+                self.add_error("topic_set", f"pool {pool.label} is of topic set "
+                                            f"{pool.topic_set.name!r}; leave this empty")
+                return d
+            d["topic_set"], d["run_ids"] = pool.topic_set.name, selectors.pool_run_ids(pool)
+        elif not d.get("topic_set"):
+            raise forms.ValidationError("give a topic set or a pool")
+        return d
+
+
+class GrowthForm(TopicSetOrPoolForm):
     depths = forms.CharField(initial="10,100", max_length=100)
     model = forms.CharField(max_length=50, required=False)
     collection = forms.CharField(max_length=100, required=False)
@@ -206,7 +233,7 @@ def growth(request):
                 results[sources] = analysis.pool_growth_analysis(
                     d["topic_set"], sources=sources, depths=d["depths"],
                     model_name=d["model"] or None, collection_name=d["collection"] or None,
-                    orders=d["orders"], seed=d["seed"],
+                    orders=d["orders"], seed=d["seed"], run_ids=d["run_ids"],
                 )
             except ValueError as exc:
                 errors.append(str(exc))
@@ -236,8 +263,7 @@ def growth(request):
     return _render_with_figures(request, "pooling/growth.html", ctx, plots, "pool-growth")
 
 
-class RBOForm(forms.Form):
-    topic_set = forms.CharField(max_length=100)
+class RBOForm(TopicSetOrPoolForm):
     p = forms.FloatField(initial=0.9, min_value=0.01, max_value=0.999)
     reference = forms.ChoiceField(
         choices=[("titles", "title-query ranking"), ("pairs", "all pairs")], initial="titles"
@@ -261,7 +287,7 @@ def rbo(request):
             res = analysis.rbo_analysis(
                 d["topic_set"], p=d["p"], reference=d["reference"],
                 model_name=d["model"] or None, collection_name=d["collection"] or None,
-                test=d["test"],
+                test=d["test"], run_ids=d["run_ids"],
             )
         except ValueError as exc:
             form.add_error(None, str(exc))

@@ -113,21 +113,55 @@ def user_ranking_source_get(
     return sources[0] if sources else None
 
 
-def _contributing(topic_set_name, sources, model_name, collection_name) -> Q:
-    """The RunQuery filter selecting the contributing runs of :func:`ranking_records`."""
-    sources = set(sources)
-    unknown = sources - {"user", "system"}
-    if unknown:
-        raise ValueError(f"unknown ranking source(s) {sorted(unknown)}; use user and/or system")
-    runs = Q(pk__in=[])
+def contributing_run_ids(topic_set_name: str, *, sources: Iterable[str] = ("user", "system"),
+                         model_name: str | None = None,
+                         collection_name: str | None = None) -> list[int]:
+    """The runs whose rankings contribute now, ascending: the newest finished variants run
+    of the one (collection, model) :func:`user_ranking_source_get` allows, and every
+    finished system run. A pool records these when it is created and reads only them
+    afterwards, so a run imported or finished later changes nothing it built."""
+    sources = _sources_check(sources)
+    ids: set[int] = set()
     if "user" in sources:
         chosen = user_ranking_source_get(topic_set_name, model_name=model_name,
                                          collection_name=collection_name)
         if chosen is not None:
-            runs |= Q(run_id=chosen.run_id)
+            ids.add(chosen.run_id)
     if "system" in sources:
-        runs |= Q(run__kind=Run.KIND_SYSTEM, run__status="done")
-    return runs
+        ids.update(Run.objects.filter(topic_set__name=topic_set_name, kind=Run.KIND_SYSTEM,
+                                      status="done").values_list("id", flat=True))
+    return sorted(ids)
+
+
+def _sources_check(sources: Iterable[str]) -> set[str]:
+    sources = set(sources)
+    unknown = sources - {"user", "system"}
+    if unknown:
+        raise ValueError(f"unknown ranking source(s) {sorted(unknown)}; use user and/or system")
+    return sources
+
+
+def _contributing(topic_set_name, sources, model_name, collection_name,
+                  run_ids: Iterable[int] | None = None) -> Q:
+    """The RunQuery filter selecting the contributing runs of :func:`ranking_records`:
+    exactly ``run_ids`` when given — their user-variant run (at most one) for "user",
+    their system runs for "system" — else those of :func:`contributing_run_ids`."""
+    if run_ids is None:
+        return Q(run_id__in=contributing_run_ids(
+            topic_set_name, sources=sources, model_name=model_name,
+            collection_name=collection_name))
+    sources = _sources_check(sources)
+    rows = list(Run.objects.filter(id__in={int(i) for i in run_ids})
+                .values_list("id", "kind", "source"))
+    variants = sorted(i for i, kind, source in rows
+                      if kind == Run.KIND_RETRIEVAL and source == "variants")
+    chosen = [i for i, kind, _ in rows if kind == Run.KIND_SYSTEM] if "system" in sources else []
+    if "user" in sources:
+        if len(variants) > 1:
+            raise ValueError(f"runs {', '.join(map(str, variants))} are all user-variant "
+                             "runs; give one so that every person counts once")
+        chosen += variants
+    return Q(run_id__in=sorted(chosen))
 
 
 def ranking_records(
@@ -138,6 +172,7 @@ def ranking_records(
     collection_name: str | None = None,
     topic_ids: Iterable[str] | None = None,
     with_scores: bool = True,
+    run_ids: Iterable[int] | None = None,
 ) -> Iterator[RankingRecord]:
     """Stream the rankings that contribute to pools and analyses of a topic set, as packed
     arrays.
@@ -148,9 +183,13 @@ def ranking_records(
     finished imported run (tags are unique per topic set). Order: topic id, then source,
     then run id, then label — deterministic. ``with_scores=False`` leaves the scores in
     the database (pools need only the docids: a third of the bytes).
+
+    With ``run_ids`` (the runs a pool recorded) exactly those runs contribute, whatever
+    was imported or finished since; ``sources`` still picks user or system rankings among
+    them, and the model and collection are theirs.
     """
     qs = RunQuery.objects.filter(
-        _contributing(topic_set_name, sources, model_name, collection_name),
+        _contributing(topic_set_name, sources, model_name, collection_name, run_ids),
         run__topic_set__name=topic_set_name, ranking__isnull=False)
     if topic_ids is not None:
         qs = qs.filter(topic__topic_id__in=[str(t) for t in topic_ids])
@@ -171,10 +210,11 @@ def ranking_records(
 
 
 def ranking_depth(topic_set_name: str, *, sources: Iterable[str] = ("user", "system"),
-                  model_name: str | None = None, collection_name: str | None = None) -> int:
+                  model_name: str | None = None, collection_name: str | None = None,
+                  run_ids: Iterable[int] | None = None) -> int:
     """The length of the longest contributing ranking (0 when there is none): the depth to
-    which the stored rankings reach."""
-    runs = _contributing(topic_set_name, sources, model_name, collection_name)
+    which the stored rankings reach (of exactly ``run_ids`` when given)."""
+    runs = _contributing(topic_set_name, sources, model_name, collection_name, run_ids)
     got = RunQuery.objects.filter(runs, run__topic_set__name=topic_set_name).aggregate(
         longest=Max("ranking__length"))["longest"]
     return int(got or 0)

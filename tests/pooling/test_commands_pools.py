@@ -10,6 +10,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from pooling.models import Pool
+from retrieval.models import Run
 from tests.pooling.test_django_pools import (  # noqa: F401  (fixture)
     expected_depth_union,
     expected_rbp,
@@ -31,8 +32,19 @@ def test_build_pool_json(rankings_db, sources):
     want = {t: len(d) for t, d in expected_depth_union(sources, 2).items()}
     pool = Pool.objects.get()
     assert got == {"pool": pool.id, "topics": len(want),
-                   "mean_size": sum(want.values()) / len(want), "sizes": want}
+                   "mean_size": sum(want.values()) / len(want), "sizes": want,
+                   "runs": expected_runs(sources)}
     assert pool.status == "done" and pool.sources == sources
+
+
+def expected_runs(sources: str) -> list[dict]:
+    """The runs of rankings_db a pool of ``sources`` is built from (never the title run)."""
+    users = [{"kind": "retrieval", "tag": "", "model": "bm25", "source": "variants"}]
+    systems = [{"kind": "system", "tag": tag, "model": None, "source": "system"}
+               for tag in ("sysA", "sysB")]
+    want = {"users": users, "systems": systems, "combined": users + systems}[sources]
+    ids = {(r.kind, r.tag, r.source): r.id for r in Run.objects.all()}
+    return [{"id": ids[(r["kind"], r["tag"], r["source"])], **r} for r in want]
 
 
 @pytest.mark.django_db
@@ -45,7 +57,8 @@ def test_build_pool_json_names_a_named_pool_and_passes_every_option(rankings_db)
     weights = [(-w, t, d) for t, docs in expected_rbp("users", 3, 0.5).items() for d, w in docs]
     chosen = sorted(weights)[:3]
     sizes = {t: sum(1 for _, tt, _ in chosen if tt == t) for t in ("1", "2")}
-    assert got == {"pool": "u-rbp", "topics": 2, "mean_size": 1.5, "sizes": sizes}
+    assert got == {"pool": "u-rbp", "topics": 2, "mean_size": 1.5, "sizes": sizes,
+                   "runs": expected_runs("users")}
     pool = Pool.objects.get(name="u-rbp")
     assert (pool.strategy, pool.p, pool.budget, pool.budget_scope, pool.model.name) == (
         "rbp", 0.5, 3, "global", "bm25")

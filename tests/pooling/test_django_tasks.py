@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from pooling.models import Pool
 from pooling.services import pool_create
+from tests.pooling.test_commands_pools import expected_runs
 from tests.pooling.test_django_pools import expected_depth_union, rankings_db  # noqa: F401
 
 REDIS_DB = 4
@@ -48,7 +49,8 @@ def test_build_pool_async_runs_on_a_real_worker(broker, rankings_db):
     out = StringIO()
     call_command("build_pool", "--topic-set", "ts", "--sources", "combined", "--depth", "2",
                  "--name", "queued", "--async", "--json", stdout=out)
-    assert json.loads(out.getvalue()) == {"pool": "queued", "status": "queued"}
+    assert json.loads(out.getvalue()) == {"pool": "queued", "status": "queued",
+                                          "runs": expected_runs("combined")}
     pool = _wait_for(Pool.objects.get(name="queued").id, 90, worker)
     assert pool.status == Pool.STATUS_DONE, pool.error
     assert pool.progress == 1.0 and pool.finished is not None

@@ -55,7 +55,8 @@ class Command(BaseCommand):
         ref = pool.name or pool.id
         if o["run_async"]:
             if o["json"]:
-                self.stdout.write(json.dumps({"pool": ref, "status": pool.status}))
+                self.stdout.write(json.dumps({"pool": ref, "status": pool.status,
+                                              "runs": selectors.pool_run_list(pool)}))
             else:
                 self.stdout.write(f"pool {pool.label} queued (id {pool.id})")
             return
@@ -67,7 +68,8 @@ class Command(BaseCommand):
         mean = sum(sizes.values()) / len(sizes) if sizes else 0.0
         if o["json"]:
             self.stdout.write(json.dumps(
-                {"pool": ref, "topics": len(sizes), "mean_size": mean, "sizes": sizes}
+                {"pool": ref, "topics": len(sizes), "mean_size": mean, "sizes": sizes,
+                 "runs": selectors.pool_run_list(pool)}
             ))
         else:
             self.stdout.write(

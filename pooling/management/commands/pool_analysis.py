@@ -1,12 +1,19 @@
 """Pool analyses as JSON (standard output, or --out FILE.json) or CSV (--out FILE.csv).
 
     pool_analysis sizes POOL
-    pool_analysis growth --topic-set T [--sources users systems] [--depths 10 100]
-                         [--orders 10] [--seed 0] [--model M] [--collection C]
-    pool_analysis rbo --topic-set T [--p 0.9] [--reference {titles,pairs}] [--model M]
-                      [--collection C] [--test {topic,pair}]
+    pool_analysis growth (--topic-set T | --pool P) [--sources users systems]
+                         [--depths 10 100] [--orders 10] [--seed 0] [--model M]
+                         [--collection C] [--runs ID ...]
+    pool_analysis rbo (--topic-set T | --pool P) [--p 0.9] [--reference {titles,pairs}]
+                      [--model M] [--collection C] [--test {topic,pair}] [--runs ID ...]
     pool_analysis coverage --qrels Q POOL [POOL ...]
     pool_analysis scatter POOL [--qrels Q]
+
+growth and rbo read the rankings of the runs that contribute now (the newest variants run
+of the model and collection, every finished system run); with --pool those the pool was
+built from; with --runs exactly those. The result lists the runs it read ("runs"), and
+with --manifest the manifest records them as --runs, so verify_manifest reads the same
+runs again whatever was imported or finished since.
 """
 import csv
 import json
@@ -38,10 +45,20 @@ class Command(ManifestMixin, BaseCommand):
 
         p = add("sizes", "pool size per topic and the mean")
         p.add_argument("pool")
+
+        def add_runs(p):
+            which = p.add_mutually_exclusive_group(required=True)
+            which.add_argument("--topic-set", default=None)
+            which.add_argument("--pool", default=None,
+                               help="a pool (name or id): its topic set and the runs it was "
+                                    "built from")
+            p.add_argument("--runs", nargs="+", type=int, default=None, metavar="ID",
+                           help="read exactly these runs (ids; of the topic set or pool)")
+
         p = add("growth", "pool size as users / systems are added")
-        p.add_argument("--topic-set", required=True)
-        p.add_argument("--sources", nargs="+", default=["users", "systems"],
-                       choices=["users", "systems"])
+        add_runs(p)
+        p.add_argument("--sources", nargs="+", default=None, choices=["users", "systems"],
+                       help="default: users and systems (with --pool, the pool's)")
         p.add_argument("--depths", nargs="+", type=int, default=[10, 100])
         p.add_argument("--orders", type=int, default=10, help="random orders to average")
         p.add_argument("--seed", type=int, default=0)
@@ -49,7 +66,7 @@ class Command(ManifestMixin, BaseCommand):
         p.add_argument("--collection", default=None)
         p = add("rbo", "RBO of user rankings (vs the title ranking or pairwise) and of "
                        "system run pairs")
-        p.add_argument("--topic-set", required=True)
+        add_runs(p)
         p.add_argument("--p", type=float, default=0.9)
         p.add_argument("--reference", choices=["titles", "pairs"], default="titles")
         p.add_argument("--model", default=None)
@@ -95,14 +112,36 @@ class Command(ManifestMixin, BaseCommand):
         rows = [[t, n] for t, n in s["sizes"].items()] + [["mean", s["mean_size"]]]
         return s, ["topic", "size"], rows
 
+    def _runs_of(self, o) -> tuple[str, list[int] | None, object]:
+        """``(topic set, run ids or None, pool or None)`` of ``--topic-set``/``--pool`` and
+        ``--runs``."""
+        pool = selectors.pool_get(o["pool"]) if o["pool"] else None
+        topic_set = pool.topic_set.name if pool is not None else o["topic_set"]
+        run_ids = o["runs"]
+        if run_ids is None and pool is not None:
+            run_ids = selectors.pool_run_ids(pool)
+        return topic_set, run_ids, pool
+
+    def _pin_runs(self, runs) -> None:
+        self.manifest_pins = {**getattr(self, "manifest_pins", {}), "runs": sorted(set(runs))}
+
     def _growth(self, o):
+        topic_set, run_ids, pool = self._runs_of(o)
+        sources = o["sources"]
+        if sources is None:
+            sources = ({"users": ["users"], "systems": ["systems"]}.get(pool.sources,
+                                                                          ["users", "systems"])
+                       if pool is not None else ["users", "systems"])
         data = {
             src: analysis.pool_growth_analysis(
-                o["topic_set"], sources=src, depths=o["depths"], model_name=o["model"],
+                topic_set, sources=src, depths=o["depths"], model_name=o["model"],
                 collection_name=o["collection"], orders=o["orders"], seed=o["seed"],
+                run_ids=run_ids,
             )
-            for src in o["sources"]
+            for src in sources
         }
+        self._pin_runs(r for res in data.values() for r in res["runs"])
+        self.manifest_pins["sources"] = sources
         rows = []
         for src, res in data.items():
             for depth, curve in res["curves"].items():
@@ -119,11 +158,13 @@ class Command(ManifestMixin, BaseCommand):
         return data, header, rows
 
     def _rbo(self, o):
+        topic_set, run_ids, _pool = self._runs_of(o)
         data = analysis.rbo_analysis(
-            o["topic_set"], p=o["p"], reference=o["reference"], model_name=o["model"],
+            topic_set, p=o["p"], reference=o["reference"], model_name=o["model"],
             collection_name=o["collection"], max_pairs=o["max_pairs"], seed=o["seed"],
-            test=o["test"],
+            test=o["test"], run_ids=run_ids,
         )
+        self._pin_runs(data["runs"])
         rows = [[group, r["topic"], r["a"], r["b"], r["min"], r["res"], r["ext"]]
                 for group in ("user", "system") for r in data[group]]
         return data, ["group", "topic", "a", "b", "rbo_min", "rbo_res", "rbo_ext"], rows

@@ -262,15 +262,19 @@ def _variants_tsv(path: Path, topics) -> None:
     path.write_text("\n".join(rows) + "\n", encoding="utf-8")
 
 
-def test_a_run_and_a_pool_survive_a_cut_off_and_a_killed_worker_host(cluster, shared_data,
-                                                                       tmp_path):
+@pytest.fixture
+def cacm(shared_data) -> Path:
+    folder = shared_data / "small-corpora" / "cacm"
+    if not (folder / "cacm.all").is_file():
+        pytest.skip(f"CACM not found in {folder}")
+    return folder
+
+
+def test_a_run_and_a_pool_survive_a_cut_off_and_a_killed_worker_host(cacm, cluster, tmp_path):
     from crowd.topicfiles import read_topics
     from pooling.models import PoolTopic
     from retrieval.models import Ranking, RunChunk, RunQuery
 
-    cacm = shared_data / "small-corpora" / "cacm"
-    if not (cacm / "cacm.all").is_file():
-        pytest.skip(f"CACM not found in {cacm}")
     topics = read_topics(cacm / "query.text", "smart")
     _variants_tsv(tmp_path / "variants.tsv", topics)
     c, logs, deadline = cluster, cluster.logs, cluster.deadline

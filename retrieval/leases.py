@@ -178,6 +178,8 @@ class Renewal:
                                     self.model.__name__, self.pk, self.holder)
                 except Exception:  # a database hiccup: try again at the next beat
                     log.exception("renewing the lease of %s %s", self.model.__name__, self.pk)
+                    # on a new connection: Django never reopens a dropped one by itself
+                    connections.close_all()  # this thread's connections only
         finally:
             connections.close_all()  # this thread's connections only
 

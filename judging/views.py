@@ -238,9 +238,7 @@ def _assessor_task(request, name: str):
 def _may_judge(task, user: str) -> bool:
     """Whether this signed-in account judges the task on the assessor pages (organisers
     too only when the task lists them, or lists no one)."""
-    if task.assessors:
-        return user in task.assessors
-    return task.study_id is None  # a published task is judged by crowd workers only
+    return selectors.task_judged_by(task, user)
 
 
 @login_required

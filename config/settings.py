@@ -288,7 +288,9 @@ REST_FRAMEWORK = {
 SPECTACULAR_SETTINGS = {
     "TITLE": "IR test collections with user query variability",
     "DESCRIPTION": "Topic sets, query variants, runs, pools, judging and evaluations. "
-                   "Authenticate with `Authorization: Token <key>`; writes need a staff account.",
+                   "Authenticate with `Authorization: Token <key>`. An organiser (staff) "
+                   "account reads and writes everything; any other account reads only the "
+                   "judging tasks it judges and its own labels in them.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["common.roles.RolePermission"],  # the schema and docs: public there

@@ -9,7 +9,7 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics, mixins, serializers, status, viewsets
 from rest_framework.response import Response
 
-from common.api import StaffOnly, lookup, name_field, service_call
+from common.api import lookup, name_field, service_call
 from common.fileio import clean_name
 from crowd import selectors, services
 from crowd.models import Study
@@ -274,8 +274,6 @@ class StudyViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
     """Studies collecting query variants (organisers only: they hold completion codes)."""
 
     lookup_value_regex = "[^/]+"
-
-    permission_classes = [StaffOnly]
 
     def get_queryset(self):
         return selectors.study_list().order_by("-created", "-id")

@@ -287,3 +287,25 @@ def test_collection_upload_is_always_a_task_that_builds_an_index(staff, settings
     assert bad.status == "failed"
     assert "broken.jsonl, line 2: document 'e' has no text" in bad.error
     assert not Collection.objects.filter(name="broken").exists()
+
+
+@pytest.mark.django_db
+def test_a_nul_byte_or_a_gzip_bomb_is_refused_naming_the_file(staff, settings):
+    response = _topics(staff, text="id\tstatement\nT1\tok\nT2\tbad\x00byte\n", name="nul.tsv")
+    assert response.status_code == 400
+    assert "nul.tsv, line 3: a NUL byte (0x00) at column 7" in response.content.decode()
+    assert not TopicSet.objects.filter(name="ts1").exists()
+
+    import gzip
+
+    settings.MAX_DECOMPRESSED_BYTES = 1 << 20
+    bomb = gzip.compress(TOPICS.encode() + b"\n" * (6 << 20))  # 6 MiB out of a few kB
+    response = staff.post(reverse("crowd:organiser_topics_upload"), {
+        "file": SimpleUploadedFile("bomb.tsv.gz", bomb), "format": "tsv",
+        "new_topic_set": "ts1", "ids": "given", "encoding": "utf-8"})
+    assert response.status_code == 400
+    import re
+
+    assert re.search(r"bomb\.tsv\.gz, line \d+: the gzip data decompresses to more than "
+                     r"1048576 bytes \(MAX_DECOMPRESSED_BYTES\)", response.content.decode())
+    assert not TopicSet.objects.filter(name="ts1").exists()

@@ -212,3 +212,40 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def test_gzip_is_refused_as_soon_as_it_decompresses_past_the_cap(tmp_path, settings):
+    import resource
+    import time
+
+    settings.MAX_DECOMPRESSED_BYTES = 4 << 20
+    bomb = tmp_path / "bomb.tsv.gz"
+    with gzip.open(bomb, "wb", compresslevel=9) as out:  # 512 MiB of newlines, 0.5 MB on disk
+        block = b"\n" * (64 << 20)
+        for _ in range(8):
+            out.write(block)
+    assert bomb.stat().st_size < 1_000_000
+    before, start = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, time.monotonic()
+    with pytest.raises(InputError, match=r"bomb\.tsv\.gz, line 4194305: the gzip data "
+                                         r"decompresses to more than 4194304 bytes"):
+        for _ in fileio.open_lines(bomb):  # keeping nothing
+            pass
+    assert time.monotonic() - start < 5
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 50_000
+    small = tmp_path / "small.gz"
+    small.write_bytes(gzip.compress(b"a\n" * ((4 << 20) // 2)))  # exactly the cap: read
+    assert sum(1 for _ in fileio.open_lines(small)) == 2 << 20
+    with pytest.raises(InputError, match=r"bomb\.tsv\.gz: the gzip data decompresses to more "):
+        fileio.read_bytes(bomb)
+
+
+def test_the_cap_is_the_django_setting_when_django_is_configured(settings):
+    settings.MAX_DECOMPRESSED_BYTES = 12345
+    assert fileio.decompressed_limit() == 12345
+
+
+def test_a_nul_byte_is_an_input_error_with_line_and_column(tmp_path):
+    p = tmp_path / "n.tsv"
+    p.write_bytes(b"1\tok\n2\tb\x00d\n")
+    with pytest.raises(InputError, match=r"n\.tsv, line 2: a NUL byte \(0x00\) at column 4"):
+        list(fileio.open_lines(p))

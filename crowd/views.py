@@ -5,7 +5,6 @@ the participant's secret token); every page after the entry resolves the partici
 that cookie only, so no URL names another
 worker's data. Organiser pages need a staff account.
 """
-import csv
 import json
 
 from django.conf import settings
@@ -19,7 +18,7 @@ from django.views.decorators.http import require_http_methods
 from crowd import quality, selectors, services
 from crowd.forms import AnswerForm, ConsentForm
 from crowd.models import Assignment, Participant, Study, TopicSet
-from crowd.spreadsheet import spreadsheet_row
+from common.spreadsheet import spreadsheet_writer, tsv_writer
 
 staff_required = user_passes_test(lambda u: u.is_active and u.is_staff)
 
@@ -300,13 +299,14 @@ def study_export(request, pk, fmt):
         resp = HttpResponse(json.dumps(list(rows), ensure_ascii=False, indent=1),
                             content_type="application/json; charset=utf-8")
     elif fmt in ("csv", "tsv"):
-        writer = csv.DictWriter(_Echo(), fieldnames=selectors.STUDY_EXPORT_FIELDS,
-                                delimiter="\t" if fmt == "tsv" else ",", lineterminator="\n")
+        # csv for spreadsheets (formulas neutralised), tsv for scripts (text exactly)
+        writer = (tsv_writer if fmt == "tsv" else spreadsheet_writer)(
+            _Echo(), selectors.STUDY_EXPORT_FIELDS)
 
         def lines():
             yield writer.writeheader()
             for row in rows:
-                yield writer.writerow(spreadsheet_row(row))
+                yield writer.writerow(row)
 
         ctype = "text/tab-separated-values" if fmt == "tsv" else "text/csv"
         resp = StreamingHttpResponse(lines(), content_type=f"{ctype}; charset=utf-8")

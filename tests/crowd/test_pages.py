@@ -24,7 +24,7 @@ def test_natural_key_imports_no_django():
     import sys
     from pathlib import Path
 
-    code = "import sys, crowd.naturalsort, crowd.spreadsheet; assert 'django' not in sys.modules"
+    code = "import sys, crowd.naturalsort, common.spreadsheet; assert 'django' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True,
                    cwd=Path(__file__).resolve().parents[2], env={"PATH": ""})
 

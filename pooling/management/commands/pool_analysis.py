@@ -8,13 +8,13 @@
     pool_analysis coverage --qrels Q POOL [POOL ...]
     pool_analysis scatter POOL [--qrels Q]
 """
-import csv
 import json
 
 from django.core.management.base import BaseCommand, CommandError
 
 from common.fileio import OutputError, atomic_output
 from common.manifest_command import ManifestMixin
+from common.spreadsheet import spreadsheet_writer
 from pooling import analysis, selectors
 
 
@@ -76,7 +76,7 @@ class Command(ManifestMixin, BaseCommand):
         try:
             if out and out.endswith(".csv"):
                 with atomic_output(out, newline="") as f:  # no partial file on failure
-                    w = csv.writer(f)
+                    w = spreadsheet_writer(f)
                     w.writerow(header)
                     w.writerows(rows)
                 self.stderr.write(f"wrote {len(rows)} rows to {out}")

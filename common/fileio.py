@@ -44,7 +44,7 @@ import tempfile
 import unicodedata
 import zlib
 from pathlib import Path
-from typing import IO, Iterator
+from typing import IO, Callable, Iterator
 
 GZIP_MAGIC = b"\x1f\x8b"
 QUOTE_CHARS = 200
@@ -52,6 +52,7 @@ MAX_LINE_BYTES = 1 << 20  # 1 MiB: topics, variants, runs and qrels
 MAX_FILE_BYTES = 64 << 20  # whole-file reads (XML topic files)
 MAX_ID_CHARS = 255
 MAX_DECOMPRESSED_BYTES = 1 << 30  # 1 GiB of text out of one gzip file, unless set otherwise
+PROGRESS_BYTES = 1 << 20  # open_lines reports its progress about once per MiB
 INT32_MAX = 2**31 - 1
 
 _REFUSED_CATEGORIES = {
@@ -181,13 +182,15 @@ def _decode(raw: bytes, encoding: str, path, number: int, error) -> str:
 
 
 def open_lines(path, *, encoding: str = "utf-8", max_line_bytes: int = MAX_LINE_BYTES,
-               error: type[InputError] = InputError) -> Iterator[tuple[int, str]]:
+               error: type[InputError] = InputError,
+               progress: Callable[[float], None] | None = None) -> Iterator[tuple[int, str]]:
     """Yield ``(line number, text)`` with the line break removed.
 
     Bytes are decoded strictly; a UTF-8 byte-order mark at the start is dropped. A line
     longer than ``max_line_bytes`` bytes is an error (it would otherwise be read whole), so
     is a NUL byte (no database text column holds one) and gzip data that decompresses
-    past :func:`decompressed_limit`.
+    past :func:`decompressed_limit`. ``progress(fraction)`` hears, about every
+    :data:`PROGRESS_BYTES` bytes, how much of the file as stored has been read.
     """
     try:
         encoding = check_encoding(encoding)
@@ -198,6 +201,9 @@ def open_lines(path, *, encoding: str = "utf-8", max_line_bytes: int = MAX_LINE_
     with open_binary(path, error=error) as fh:
         capped = isinstance(fh, gzip.GzipFile)
         total = 0
+        stored = fh.fileobj if capped else fh
+        size = max(1, os.fstat(stored.fileno()).st_size) if progress is not None else 1
+        told = 0
         while True:
             try:
                 raw = fh.readline(max_line_bytes + 1)
@@ -209,6 +215,9 @@ def open_lines(path, *, encoding: str = "utf-8", max_line_bytes: int = MAX_LINE_
             total += len(raw)
             if capped and total > limit:
                 raise _too_large(path, number, limit, error)
+            if progress is not None and total - told >= PROGRESS_BYTES:
+                told = total
+                progress(min(1.0, stored.tell() / size))
             if len(raw) > max_line_bytes and not raw.endswith(b"\n"):
                 raise error(
                     path, number, f"line longer than {max_line_bytes} bytes; is this the "

@@ -34,16 +34,18 @@ def safe_filename(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]", "_", Path(name).name) or "upload"
 
 
-def _import(kind: str, path: Path, params: dict, say=None) -> dict:
+def _import(kind: str, path: Path, params: dict, say=None, progress=None) -> dict:
     """Import ``path`` as ``kind``; returns a short summary for the page. ``say(message)``
-    hears the steps of a long import (a collection's indexing)."""
+    hears the steps of a long import (a collection's indexing), ``progress(fraction)`` how
+    much of the file a streaming import has read."""
     if kind == "topics":
         from crowd.services import topics_import
-        from crowd.topicfiles import read_topics
+        from crowd.topicfiles import iter_topics
 
-        r = topics_import(params["topic_set"], read_topics(
+        r = topics_import(params["topic_set"], iter_topics(
             path, params["format"], ids=params.get("ids", "given"),
-            encoding=params.get("encoding", "utf-8")), replace=params.get("replace", False))
+            encoding=params.get("encoding", "utf-8"), progress=progress),
+            replace=params.get("replace", False), merge_rows=params["format"] == "tsv")
         return {"topic_set": params["topic_set"],
                 "message": f"{params['topic_set']}: {r['created']} topic(s) created, "
                            f"{r['replaced']} replaced"}

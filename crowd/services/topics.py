@@ -8,7 +8,9 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 
 from django.db import transaction
+from django.db.models import Count, F
 
+from common.fileio import quote
 from crowd import spelling
 from crowd.models import Intent, QueryVariant, Statement, Topic, TopicSet
 from crowd.naturalsort import natural_key
@@ -69,24 +71,73 @@ def spell_checked(norm: str, support: Counter | None) -> tuple[str, str]:
     return (corrected, norm) if corrected != norm else (norm, "")
 
 
+#: Records an import reads, checks and writes at a time: its memory does not grow with
+#: the file (a million topics are 200 batches, not one list).
+IMPORT_BATCH = 5000
+
+
+def _batches(records: Iterable, size: int):
+    batch = []
+    for r in records:
+        batch.append(r)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _topic_set_for_import(topic_set_name: str) -> tuple[TopicSet, int]:
+    """The topic set (created if missing), locked so that imports into one set run one at
+    a time, and the largest topic key before this import: topics above it were written by
+    this import."""
+    _check_length_plain(topic_set_name, TopicSet, "name", "topic set name")
+    topic_set, _ = TopicSet.objects.select_for_update().get_or_create(name=topic_set_name)
+    last = Topic.objects.order_by("-pk").values_list("pk", flat=True).first() or 0
+    return topic_set, last
+
+
 @transaction.atomic
 def topics_import(
-    topic_set_name: str, records: Sequence[TopicRecord], *, replace: bool = False
+    topic_set_name: str, records: Iterable[TopicRecord], *, replace: bool = False,
+    merge_rows: bool = False, batch_size: int = IMPORT_BATCH,
 ) -> dict:
     """Create the topics of ``records`` in the topic set (created if missing).
 
-    All or nothing. A topic id already in the set is an error listing every such id,
-    unless ``replace`` is true: then that topic's title, description and narrative are
+    All or nothing. A topic id already in the set is an error listing such ids, unless
+    ``replace`` is true: then that topic's title, description and narrative are
     overwritten and its statements and intents replaced by the file's. Its query variants
     are kept. Topics of the set that are not in ``records`` are left alone.
+
+    ``records`` are read, checked and written ``batch_size`` at a time, so a file of a
+    million topics imports in bounded memory (:func:`crowd.topicfiles.iter_topics` reads
+    one that way). With ``merge_rows`` (a tsv file: one row per statement) a record whose
+    id came earlier adds its statements to that topic, in order, and the titles must
+    agree (an empty title agrees with anything); otherwise a repeated id is an error.
 
     Returns ``{"created": n, "replaced": m}``.
     """
     if not topic_set_name:
         raise ImportRejected("a topic set name is required")
-    _check_length_plain(topic_set_name, TopicSet, "name", "topic set name")
-    seen: dict[str, TopicRecord] = {}
-    for r in records:
+    topic_set, before = _topic_set_for_import(topic_set_name)
+    created = 0
+    statements_delta = 0
+    replaced: set[int] = set()  # topics of the set before, replaced by this import
+    for batch in _batches(records, batch_size):
+        n, delta = _topics_batch(topic_set, before, batch, replace, merge_rows, replaced)
+        created += n
+        statements_delta += delta
+    TopicSet.objects.filter(pk=topic_set.pk).update(
+        topics_count=F("topics_count") + created,
+        statements_count=F("statements_count") + statements_delta)
+    return {"created": created, "replaced": len(replaced)}
+
+
+def _topics_batch(topic_set: TopicSet, before: int, batch: list[TopicRecord], replace: bool,
+                  merge_rows: bool, replaced: set[int]) -> tuple[int, int]:
+    """Write one batch; returns (topics created, statements added less removed)."""
+    groups: dict[str, dict] = {}
+    for r in batch:
         if not r.topic_id:
             raise ImportRejected(f"{_where(r)}empty topic id")
         _check_length(r, r.topic_id, Topic, "topic_id", f"topic id {r.topic_id[:20]!r}...")
@@ -94,79 +145,88 @@ def topics_import(
         for intent in r.intents:
             _check_length(r, intent.intent_id, Intent, "intent_id", "an intent id")
             _check_length(r, intent.kind, Intent, "kind", "an intent kind")
-        if r.topic_id in seen:
-            raise ImportRejected(
-                f"{_where(r)}topic id {r.topic_id!r} repeated "
-                f"(first at line {seen[r.topic_id].line})"
-            )
-        seen[r.topic_id] = r
-    topic_set, _ = TopicSet.objects.get_or_create(name=topic_set_name)
-    existing = {
-        t.topic_id: t
-        for t in Topic.objects.select_for_update().filter(
-            topic_set=topic_set, topic_id__in=list(seen)
-        )
-    }
-    if existing and not replace:
-        clash = sorted(existing, key=natural_key)
+        group = groups.get(r.topic_id)
+        if group is None:
+            groups[r.topic_id] = {"record": r, "title": r.title, "statements": list(r.statements),
+                                  "intents": list(r.intents)}
+            continue
+        if not merge_rows:
+            raise ImportRejected(f"{_where(r)}topic id {r.topic_id!r} repeated "
+                                 f"(first at line {group['record'].line})")
+        _merge_title(group, r, group["title"], f"line {group['record'].line}")
+        group["statements"].extend(r.statements)
+        group["intents"].extend(r.intents)
+    found = {t.topic_id: t for t in Topic.objects.select_for_update().filter(
+        topic_set=topic_set, topic_id__in=list(groups))}
+    clash = sorted((t for t, topic in found.items()
+                    if topic.pk <= before and topic.pk not in replaced and not replace),
+                   key=natural_key)
+    if clash:
+        shown = ", ".join(clash[:100]) + (f" and {len(clash) - 100} more" if len(clash) > 100
+                                          else "")
         raise ImportRejected(
-            f"{len(clash)} topic(s) already in set {topic_set_name!r}: {', '.join(clash)} "
+            f"{len(clash)} topic(s) already in set {topic_set.name!r}: {shown} "
             "(import with replace to overwrite them)"
         )
-    if existing:
-        for r in records:
-            topic = existing.get(r.topic_id)
-            if topic is not None:
-                topic.title = r.title
-                topic.description = r.description
-                topic.narrative = r.narrative
-                topic.kind = r.kind
-        Topic.objects.bulk_update(
-            list(existing.values()), ["title", "description", "narrative", "kind"], batch_size=500
-        )
-        Statement.objects.filter(topic__in=list(existing.values())).delete()
-        Intent.objects.filter(topic__in=list(existing.values())).delete()
-    new = [
-        Topic(
-            topic_set=topic_set,
-            topic_id=r.topic_id,
-            title=r.title,
-            description=r.description,
-            narrative=r.narrative,
-            kind=r.kind,
-        )
-        for r in records
-        if r.topic_id not in existing
+    delta = 0
+    # topics of the set before this import, replaced now (once: later rows of a replaced
+    # topic add to it like rows of a new one)
+    fresh = [t for t in found.values() if t.pk <= before and t.pk not in replaced]
+    for topic in fresh:
+        r = groups[topic.topic_id]["record"]
+        topic.title = groups[topic.topic_id]["title"]
+        topic.description, topic.narrative, topic.kind = r.description, r.narrative, r.kind
+    if fresh:
+        Topic.objects.bulk_update(fresh, ["title", "description", "narrative", "kind"],
+                                  batch_size=500)
+        _, removed = Statement.objects.filter(topic__in=fresh).delete()
+        delta -= removed.get(Statement._meta.label, 0)
+        Intent.objects.filter(topic__in=fresh).delete()
+        replaced.update(t.pk for t in fresh)
+    # topics this import wrote in an earlier batch (or replaced): rows that add to them
+    earlier = [t for t in found.values() if t not in fresh]
+    for topic in earlier:
+        group = groups[topic.topic_id]
+        if not merge_rows:
+            raise ImportRejected(f"{_where(group['record'])}topic id {topic.topic_id!r} "
+                                 "repeated (first earlier in the file)")
+        title = group["title"]
+        if title and topic.title and title != topic.title:
+            raise ImportRejected(
+                f"{_where(group['record'])}topic {topic.topic_id!r} has title "
+                f"{quote(title, 80)} here but {quote(topic.title, 80)} on an earlier line")
+        if title and not topic.title:
+            Topic.objects.filter(pk=topic.pk).update(title=title)
+    new = [Topic(topic_set=topic_set, topic_id=t, title=g["title"],
+                 description=g["record"].description, narrative=g["record"].narrative,
+                 kind=g["record"].kind)
+           for t, g in groups.items() if t not in found]
+    Topic.objects.bulk_create(new, batch_size=1000)
+    by_id = {t.topic_id: t for t in [*found.values(), *new]}
+    offsets = dict(Statement.objects.filter(topic__in=earlier).values("topic")
+                   .annotate(n=Count("id")).values_list("topic", "n")) if earlier else {}
+    statements = [
+        Statement(topic=by_id[t], position=offsets.get(by_id[t].pk, 0) + i, text=text)
+        for t, g in groups.items() for i, text in enumerate(g["statements"])
     ]
-    Topic.objects.bulk_create(new, batch_size=500)
-    by_id = {
-        t.topic_id: t
-        for t in Topic.objects.filter(topic_set=topic_set, topic_id__in=list(seen)).only(
-            "id", "topic_id"
-        )
-    }
-    Statement.objects.bulk_create(
-        [
-            Statement(topic=by_id[r.topic_id], position=i, text=text)
-            for r in records
-            for i, text in enumerate(r.statements)
-        ],
-        batch_size=1000,
-    )
+    Statement.objects.bulk_create(statements, batch_size=1000)
     Intent.objects.bulk_create(
-        [
-            Intent(
-                topic=by_id[r.topic_id],
-                intent_id=intent.intent_id,
-                description=intent.description,
-                kind=intent.kind,
-            )
-            for r in records
-            for intent in r.intents
-        ],
+        [Intent(topic=by_id[t], intent_id=i.intent_id, description=i.description, kind=i.kind)
+         for t, g in groups.items() for i in g["intents"]],
         batch_size=1000,
     )
-    return {"created": len(new), "replaced": len(existing)}
+    return len(new), delta + len(statements)
+
+
+def _merge_title(group: dict, record: TopicRecord, title: str, where: str) -> str:
+    """The topic's title once ``record`` (a further row of it) is read: rows must agree."""
+    if record.title and title and record.title != title:
+        raise ImportRejected(
+            f"{_where(record)}topic {record.topic_id!r} has title {quote(record.title, 80)} "
+            f"here but {quote(title, 80)} on {where}")
+    title = record.title or title
+    group["title"] = title
+    return title
 
 
 def _check_length_plain(value: str, model, field: str, what: str) -> None:
@@ -240,6 +300,8 @@ def variants_import(
         Topic.objects.bulk_create(
             [Topic(topic_set=topic_set, topic_id=t) for t in missing], batch_size=500
         )
+        TopicSet.objects.filter(pk=topic_set.pk).update(
+            topics_count=F("topics_count") + len(missing))
         by_id = dict(
             Topic.objects.filter(topic_set=topic_set, topic_id__in=list(topic_ids)).values_list(
                 "topic_id", "id"

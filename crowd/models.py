@@ -23,20 +23,31 @@ class TopicSet(models.Model):
 
 
 class TopicQuerySet(models.QuerySet):
-    """Topics are created with their :attr:`Topic.sort_key` (derived from the id) however
-    they are created: ``create``, ``get_or_create`` and ``bulk_create`` fill it in."""
+    """Topics are created with their :attr:`Topic.sort_key` (derived from the id), and
+    their set's :attr:`TopicSet.topics_count` grows, however they are created: ``create``,
+    ``get_or_create`` and ``bulk_create`` do both (the importer's own bulk insert does the
+    same in SQL)."""
 
     def create(self, **kwargs):
         if kwargs.get("topic_id") is not None and not kwargs.get("sort_key"):
             kwargs["sort_key"] = natural_sort_key(kwargs["topic_id"])
-        return super().create(**kwargs)
+        topic = super().create(**kwargs)
+        TopicSet.objects.filter(pk=topic.topic_set_id).update(
+            topics_count=models.F("topics_count") + 1)
+        return topic
 
     def bulk_create(self, objs, *args, **kwargs):
         objs = list(objs)
         for topic in objs:
             if not topic.sort_key:
                 topic.sort_key = natural_sort_key(topic.topic_id)
-        return super().bulk_create(objs, *args, **kwargs)
+        done = super().bulk_create(objs, *args, **kwargs)
+        per_set: dict[int, int] = {}
+        for topic in objs:
+            per_set[topic.topic_set_id] = per_set.get(topic.topic_set_id, 0) + 1
+        for set_pk, n in per_set.items():
+            TopicSet.objects.filter(pk=set_pk).update(topics_count=models.F("topics_count") + n)
+        return done
 
 
 class Topic(models.Model):

@@ -257,9 +257,12 @@ def index(request):
 
 @staff_required
 def topic_set_detail(request, pk):
+    """The topics of a set, a page at a time in natural order (``?after=<topic id>``)."""
     topic_set = get_object_or_404(TopicSet, pk=pk)
+    after = request.GET.get("after") or None
+    topics, next_after = selectors.topic_page(topic_set, after=after)
     return render(request, "crowd/topic_set.html", {
-        "topic_set": topic_set, "topics": selectors.topic_summary_list(topic_set),
+        "topic_set": topic_set, "topics": topics, "after": after, "next_after": next_after,
     })
 
 

@@ -11,11 +11,12 @@ from __future__ import annotations
 import re
 import shutil
 import tempfile
+import time
 import uuid
 from pathlib import Path
 
 from django.conf import settings
-from django.db import transaction
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, connection, connections, transaction
 from django.utils import timezone
 
 from retrieval import leases
@@ -86,6 +87,40 @@ def _import(kind: str, path: Path, params: dict, say=None, progress=None) -> dic
     raise ValueError(f"unknown upload kind {kind!r}")
 
 
+class _ProgressWriter:
+    """``progress(fraction)`` for an import under a lease: records the fraction on the
+    upload row at most every ``every`` seconds through a database connection of its own,
+    so the progress page sees it while the import's own transaction is still open (the
+    imported rows and the done mark commit together at the end). On SQLite, where a
+    second writer waits for the first, progress is not written until the end."""
+
+    def __init__(self, upload_id: int, holder: str, *, every: float = 1.0):
+        self.upload_id, self.holder, self.every = upload_id, holder, every
+        self._at = 0.0
+        self._conn = None
+
+    def __call__(self, fraction: float) -> None:
+        now = time.monotonic()
+        if now - self._at < self.every or connection.vendor == "sqlite":
+            return
+        self._at = now
+        if self._conn is None:
+            self._conn = connections.create_connection(DEFAULT_DB_ALIAS)
+        try:
+            with self._conn.cursor() as cursor:
+                cursor.execute(
+                    f"UPDATE {Upload._meta.db_table} SET progress = %s "
+                    "WHERE id = %s AND holder = %s",
+                    [round(min(max(fraction, 0.0), 0.99), 4), self.upload_id, self.holder])
+        except DatabaseError:  # progress is a courtesy; the import goes on
+            pass
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+
 def _named_errors(path: Path, fn):
     """Call ``fn()``; a ValueError's message names the file, not the folder it waits in."""
     try:
@@ -152,7 +187,12 @@ def upload_run(upload_id: int, *, retry_on: tuple[type[BaseException], ...] = ()
             def say(message: str) -> None:
                 Upload.objects.filter(pk=row.pk, holder=holder).update(note=str(message)[:2000])
 
-            result = _named_errors(path, lambda: _import(row.kind, path, row.params, say))
+            progress = _ProgressWriter(row.pk, holder)
+            try:
+                result = _named_errors(path, lambda: _import(row.kind, path, row.params, say,
+                                                             progress))
+            finally:
+                progress.close()
             Upload.objects.filter(pk=row.pk, holder=holder).update(
                 status=leases.DONE, progress=1.0, result=result, finished=timezone.now(),
                 holder="", lease_expires=None, error="")

@@ -41,12 +41,12 @@ def shuffled_set():
 
 def test_crowd_selectors_sort_topics_naturally(shuffled_set):
     from crowd.selectors import (
-        study_export_rows, study_variant_summary, topic_list, topic_summary_list, variant_groups,
+        study_export_rows, study_variant_summary, topic_list, topic_page, variant_groups,
         variant_list_by_topic,
     )
 
     assert [t.topic_id for t in topic_list("nat")] == NATURAL_IDS
-    assert [t.topic_id for t in topic_summary_list(shuffled_set)] == NATURAL_IDS
+    assert [t.topic_id for t in topic_page(shuffled_set)[0]] == NATURAL_IDS
     assert [g.topic_id for g in variant_groups("nat")] == NATURAL_IDS
     assert [v.topic.topic_id for v in variant_list_by_topic("nat")] == NATURAL_IDS
     study = make_study(shuffled_set, attention=False, statements_per_worker=len(SHUFFLED_IDS))

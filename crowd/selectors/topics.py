@@ -53,7 +53,7 @@ def topic_set_list() -> QuerySet[TopicSet]:
     return TopicSet.objects.annotate(
         n_topics=F("topics_count"),
         n_answers=Subquery(
-            QueryVariant.objects.filter(topic__topic_set=OuterRef("pk"))
+            QueryVariant.objects.filter(topic__topic_set=OuterRef("pk")).order_by()
             .values("topic__topic_set").annotate(n=Sum("count")).values("n")[:1]
         ),
     ).order_by("name")
@@ -65,12 +65,13 @@ TOPIC_PAGE_SIZE = 100
 
 def _count_of(model, **filters):
     return Coalesce(Subquery(
-        model.objects.filter(**filters).values("topic").annotate(n=Count("pk")).values("n")[:1]
+        model.objects.filter(**filters).order_by().values("topic").annotate(n=Count("pk"))
+        .values("n")[:1]
     ), 0)
 
 
 def topic_page(topic_set: TopicSet, *, after: str | None = None,
-               size: int = TOPIC_PAGE_SIZE) -> tuple[list[Topic], str | None]:
+               size: int | None = None) -> tuple[list[Topic], str | None]:
     """One page of the topics of a set in natural topic-id order, each with
     ``n_statements``, ``n_intents`` and ``n_answers`` (sum of its variants' counts).
 
@@ -78,6 +79,7 @@ def topic_page(topic_set: TopicSet, *, after: str | None = None,
     the set), so the thousandth page costs what the first does. Returns the topics and the
     id to give as ``after`` for the next page, or None on the last page.
     """
+    size = size or TOPIC_PAGE_SIZE
     topics = Topic.objects.filter(topic_set=topic_set)
     if after:
         topics = topics.filter(sort_key__gt=natural_sort_key(after))
@@ -85,7 +87,7 @@ def topic_page(topic_set: TopicSet, *, after: str | None = None,
         n_statements=_count_of(Statement, topic=OuterRef("pk")),
         n_intents=_count_of(Intent, topic=OuterRef("pk")),
         n_answers=Subquery(
-            QueryVariant.objects.filter(topic=OuterRef("pk")).values("topic")
+            QueryVariant.objects.filter(topic=OuterRef("pk")).order_by().values("topic")
             .annotate(n=Sum("count")).values("n")[:1]
         ),
     )[: size + 1])

@@ -223,8 +223,9 @@ def _topics_insert(topic_set: TopicSet, rows: list[tuple[str, str, TopicRecord]]
     if not rows:
         return {}
     if connection.vendor != "postgresql":
-        topics = [Topic(topic_set=topic_set, topic_id=t, title=title,
-                        description=r.description, narrative=r.narrative, kind=r.kind)
+        topics = [Topic(topic_set=topic_set, topic_id=t, sort_key=natural_sort_key(t),
+                        title=title, description=r.description, narrative=r.narrative,
+                        kind=r.kind)
                   for t, title, r in rows]
         # the plain bulk_create: topics_import counts the topics it adds itself
         QuerySet.bulk_create(Topic.objects.all(), topics, batch_size=1000)

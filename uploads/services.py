@@ -52,10 +52,11 @@ def _import(kind: str, path: Path, params: dict, say=None, progress=None) -> dic
                            f"{r['replaced']} replaced"}
     if kind == "variants":
         from crowd.services import variants_import
-        from crowd.variantfiles import read_variants
+        from crowd.variantfiles import iter_variants
 
-        r = variants_import(params["topic_set"], read_variants(
-            path, params["format"], encoding=params.get("encoding", "utf-8")),
+        r = variants_import(params["topic_set"], iter_variants(
+            path, params["format"], encoding=params.get("encoding", "utf-8"),
+            progress=progress),
             create_topics=params.get("create_topics", False), replace=params.get("replace", False))
         return {"topic_set": params["topic_set"],
                 "message": f"{params['topic_set']}: {r['variants']} variant(s) imported"}

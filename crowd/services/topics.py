@@ -299,23 +299,17 @@ def variants_import(
 
     With ``spell_correct`` a word of the normalised text is corrected towards a word one
     edit away that the topic's texts or other answers use (:mod:`crowd.spelling`); the
-    text before correction is kept as ``uncorrected``.
+    text before correction is kept as ``uncorrected``. Corrections weigh every answer of
+    the file, so such an import holds the file's records at once.
 
-    Rows are written with ``bulk_create`` in batches of ``batch_size``.
+    Otherwise records are read, checked and written ``batch_size`` at a time (with
+    ``bulk_create``): memory does not grow with the file.
     Returns ``{"variants": n, "topics_created": m, "replaced": k, "corrected": c}``.
     """
-    records = list(records)
-    if not records:
-        raise ImportRejected("no query variants to import")
-    topic_ids: dict[str, VariantRecord] = {}
-    for r in records:
-        _check_length(r, r.topic_id, Topic, "topic_id", "the topic id")
-        _check_length(r, r.variant_id, QueryVariant, "variant_id", "the variant id")
-        _check_length(r, r.worker_id, QueryVariant, "worker_id", "the worker id")
-        _check_length(r, r.estimate, QueryVariant, "estimate", "the estimate")
-        if r.count < 1:
-            raise ImportRejected(f"{_where(r)}count {r.count} is not positive")
-        topic_ids.setdefault(r.topic_id, r)
+    insert_batch = batch_size
+    if spell_correct:
+        records = list(records)
+        batch_size = max(1, len(records))
     topic_set = TopicSet.objects.filter(name=topic_set_name).first()
     if topic_set is None:
         if not create_topics:
@@ -325,40 +319,63 @@ def variants_import(
             )
         _check_length_plain(topic_set_name, TopicSet, "name", "topic set name")
         topic_set = TopicSet.objects.create(name=topic_set_name)
-    by_id = dict(
-        Topic.objects.filter(topic_set=topic_set, topic_id__in=list(topic_ids)).values_list(
-            "topic_id", "id"
-        )
-    )
-    missing = sorted((t for t in topic_ids if t not in by_id), key=natural_key)
-    if missing and not create_topics:
+    done = {"variants": 0, "topics_created": 0, "replaced": 0, "corrected": 0}
+    missing: dict[str, VariantRecord] = {}  # topics not in the set (without create_topics)
+    cleared: set[int] = set()  # topics whose imported variants were deleted (replace)
+    for batch in _batches(records, batch_size):
+        _variants_batch(topic_set, batch, create_topics, replace, spell_correct, missing,
+                        cleared, done, insert_batch)
+    if missing:
+        names = sorted(missing, key=natural_key)
         raise ImportRejected(
-            f"{len(missing)} topic(s) not in set {topic_set_name!r}: {', '.join(missing)} "
-            f"(first: {_where(topic_ids[missing[0]])}topic {missing[0]}; "
+            f"{len(names)} topic(s) not in set {topic_set_name!r}: {', '.join(names)} "
+            f"(first: {_where(missing[names[0]])}topic {names[0]}; "
             "import the topics first, or create them from the variants)"
         )
-    if missing:
-        Topic.objects.bulk_create(
-            [Topic(topic_set=topic_set, topic_id=t) for t in missing], batch_size=500
-        )
+    if not done["variants"]:
+        raise ImportRejected("no query variants to import")
+    return done
 
-        by_id = dict(
-            Topic.objects.filter(topic_set=topic_set, topic_id__in=list(topic_ids)).values_list(
-                "topic_id", "id"
-            )
-        )
-    replaced = 0
+
+def _variants_batch(topic_set: TopicSet, batch: list[VariantRecord], create_topics: bool,
+                    replace: bool, spell_correct: bool, missing: dict[str, VariantRecord],
+                    cleared: set[int], done: dict, insert_batch: int) -> None:
+    topic_ids: dict[str, VariantRecord] = {}
+    for r in batch:
+        _check_length(r, r.topic_id, Topic, "topic_id", "the topic id")
+        _check_length(r, r.variant_id, QueryVariant, "variant_id", "the variant id")
+        _check_length(r, r.worker_id, QueryVariant, "worker_id", "the worker id")
+        _check_length(r, r.estimate, QueryVariant, "estimate", "the estimate")
+        if r.count < 1:
+            raise ImportRejected(f"{_where(r)}count {r.count} is not positive")
+        topic_ids.setdefault(r.topic_id, r)
+    by_id = dict(Topic.objects.filter(topic_set=topic_set, topic_id__in=list(topic_ids))
+                 .values_list("topic_id", "id"))
+    absent = sorted((t for t in topic_ids if t not in by_id), key=natural_key)
+    if absent and not create_topics:
+        for t in absent:
+            missing.setdefault(t, topic_ids[t])
+    if missing:
+        return  # the import fails once every missing topic is known
+    if absent:
+        created = Topic.objects.bulk_create(
+            [Topic(topic_set=topic_set, topic_id=t) for t in absent], batch_size=500)
+        by_id.update((t.topic_id, t.pk) for t in created)
+        done["topics_created"] += len(created)
     if replace:
-        replaced, _ = QueryVariant.objects.filter(
-            topic_id__in=list(by_id.values()), source=QueryVariant.SOURCE_IMPORT
-        ).delete()
-    norms = [normalise_query(r.raw) for r in records]
+        fresh = [pk for pk in by_id.values() if pk not in cleared]
+        if fresh:
+            deleted, _ = QueryVariant.objects.filter(
+                topic_id__in=fresh, source=QueryVariant.SOURCE_IMPORT).delete()
+            done["replaced"] += deleted
+            cleared.update(fresh)
+    norms = [normalise_query(r.raw) for r in batch]
     # words other people used for the topic, in this file or stored, support corrections
     known = topic_vocabularies(
-        by_id.values(), ((by_id[r.topic_id], n, r.count) for r, n in zip(records, norms))
+        by_id.values(), ((by_id[r.topic_id], n, r.count) for r, n in zip(batch, norms))
     ) if spell_correct else {}
     rows = []
-    for r, n in zip(records, norms):
+    for r, n in zip(batch, norms):
         norm, uncorrected = spell_checked(n, known.get(by_id[r.topic_id]))
         rows.append(QueryVariant(
             topic_id=by_id[r.topic_id],
@@ -371,6 +388,6 @@ def variants_import(
             estimate=r.estimate,
             source=QueryVariant.SOURCE_IMPORT,
         ))
-    QueryVariant.objects.bulk_create(rows, batch_size=batch_size)
-    return {"variants": len(records), "topics_created": len(missing), "replaced": replaced,
-            "corrected": sum(1 for v in rows if v.uncorrected)}
+    QueryVariant.objects.bulk_create(rows, batch_size=insert_batch)
+    done["variants"] += len(rows)
+    done["corrected"] += sum(1 for v in rows if v.uncorrected)

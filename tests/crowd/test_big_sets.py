@@ -242,3 +242,29 @@ def test_upload_progress_is_seen_while_the_import_transaction_is_open(tmp_path):
         writer.close()
         other.close()
     assert Upload.objects.get(pk=row.pk).progress == 0.25
+
+
+@pytest.mark.django_db
+def test_variants_import_reads_a_batch_ahead_of_what_it_wrote():
+    from crowd.models import QueryVariant
+    from crowd.services import variants_import
+    from crowd.variantfiles import VariantRecord
+
+    lag = []
+
+    def records():
+        for n in range(1, 1001):
+            if n % 97 == 0:
+                lag.append(n - QueryVariant.objects.count())
+            yield VariantRecord(topic_id=f"T{n % 7}", raw=f"query {n}", source="v", line=n)
+
+    done = variants_import("vs", records(), create_topics=True, batch_size=50)
+    assert (done["variants"], done["topics_created"]) == (1000, 7)
+    assert lag and max(lag) <= 50
+    assert TopicSet.objects.get(name="vs").topics_count == 7
+    with pytest.raises(ImportRejected, match=r"2 topic\(s\) not in set 'vs': T7, T8 "
+                                             r"\(first: v, line 3: topic T7;"):
+        variants_import("vs", [VariantRecord(topic_id=t, raw="q", source="v", line=n)
+                               for n, t in enumerate(["T1", "T2", "T7", "T8", "T7"], 1)],
+                        batch_size=2)
+    assert QueryVariant.objects.count() == 1000

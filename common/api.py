@@ -51,6 +51,57 @@ class Pages(pagination.PageNumberPagination):
         return params
 
 
+class KeysetPages(Pages):
+    """``?after=<key>&page_size=M``: the page after a key, in the view's order, without
+    counting or skipping rows, so the last page of a million rows costs what the first
+    does. The response has ``next`` (the address of the following page, or null) and
+    ``results``; there is no ``count`` and no ``page``.
+
+    The view names its keyset: ``keyset_filter(queryset, after) -> queryset`` keeps the
+    rows after ``after`` in its order, ``keyset_after(obj) -> str`` is the key of a row.
+    """
+
+    after_query_param = "after"
+
+    def paginate_queryset(self, queryset, request, view=None):
+        if self.page_query_param in request.query_params:
+            raise ValidationError({self.page_query_param: [
+                "pages are read in order: follow `next` (or give ?after=<the last id seen>)"]})
+        size = self.get_page_size(request)
+        self.request = request
+        after = request.query_params.get(self.after_query_param)
+        if after:
+            queryset = view.keyset_filter(queryset, after)
+        rows = list(queryset[: size + 1])
+        self.next_after = view.keyset_after(rows[size - 1]) if len(rows) > size else None
+        return rows[:size]
+
+    def get_paginated_response(self, data):
+        from rest_framework.response import Response
+        from rest_framework.utils.urls import replace_query_param
+
+        next_url = None
+        if self.next_after is not None:
+            next_url = replace_query_param(self.request.build_absolute_uri(),
+                                           self.after_query_param, self.next_after)
+        return Response({"next": next_url, "results": data})
+
+    def get_paginated_response_schema(self, schema):
+        return {"type": "object", "required": ["results"], "properties": {
+            "next": {"type": "string", "nullable": True, "format": "uri"},
+            "results": schema}}
+
+    def get_schema_operation_parameters(self, view):
+        return [
+            {"name": self.after_query_param, "required": False, "in": "query",
+             "description": "the key of the last row of the previous page (its `next` link)",
+             "schema": {"type": "string"}},
+            {"name": self.page_size_query_param, "required": False, "in": "query",
+             "description": "rows per page",
+             "schema": {"type": "integer", "minimum": 1, "maximum": self.max_page_size}},
+        ]
+
+
 def lookup(getter: Callable[[str], T], value: str, what: str) -> T:
     """``getter(value)`` (a selector raising ValueError for an unknown id), else a 404."""
     try:

@@ -259,6 +259,9 @@ ANSERINI_JAVA_HOME = env.str("ANSERINI_JAVA_HOME", default="")
 RETRIEVAL_CHUNK_SIZE = env.int("RETRIEVAL_CHUNK_SIZE", default=200)
 RETRIEVAL_THREADS = env.int("RETRIEVAL_THREADS", default=1)
 MAX_QUERY_CHARS = env.int("MAX_QUERY_CHARS", default=1000)
+# The most bytes one gzip upload or input file may decompress to (common.fileio): a small
+# file that expands past it is refused, naming the file, as soon as it passes the limit.
+MAX_DECOMPRESSED_BYTES = env.int("MAX_DECOMPRESSED_BYTES", default=1 << 30)
 
 LOGGING = {
     "version": 1,

@@ -5,7 +5,6 @@ the participant's secret token); every page after the entry resolves the partici
 that cookie only, so no URL names another
 worker's data. Organiser pages need a staff account (the table in common.roles).
 """
-import csv
 import json
 
 from django.conf import settings
@@ -18,7 +17,7 @@ from django.views.decorators.http import require_http_methods
 from crowd import quality, selectors, services
 from crowd.forms import AnswerForm, ConsentForm
 from crowd.models import Assignment, Participant, Study, TopicSet
-from crowd.spreadsheet import spreadsheet_row
+from common.spreadsheet import spreadsheet_writer, tsv_writer
 
 
 # A worker's browser holds "participant id.token" in a signed cookie scoped to the study's
@@ -254,9 +253,12 @@ def index(request):
 
 
 def topic_set_detail(request, pk):
+    """The topics of a set, a page at a time in natural order (``?after=<topic id>``)."""
     topic_set = get_object_or_404(TopicSet, pk=pk)
+    after = request.GET.get("after") or None
+    topics, next_after = selectors.topic_page(topic_set, after=after)
     return render(request, "crowd/topic_set.html", {
-        "topic_set": topic_set, "topics": selectors.topic_summary_list(topic_set),
+        "topic_set": topic_set, "topics": topics, "after": after, "next_after": next_after,
     })
 
 
@@ -292,13 +294,14 @@ def study_export(request, pk, fmt):
         resp = HttpResponse(json.dumps(list(rows), ensure_ascii=False, indent=1),
                             content_type="application/json; charset=utf-8")
     elif fmt in ("csv", "tsv"):
-        writer = csv.DictWriter(_Echo(), fieldnames=selectors.STUDY_EXPORT_FIELDS,
-                                delimiter="\t" if fmt == "tsv" else ",", lineterminator="\n")
+        # csv for spreadsheets (formulas neutralised), tsv for scripts (text exactly)
+        writer = (tsv_writer if fmt == "tsv" else spreadsheet_writer)(
+            _Echo(), selectors.STUDY_EXPORT_FIELDS)
 
         def lines():
             yield writer.writeheader()
             for row in rows:
-                yield writer.writerow(spreadsheet_row(row))
+                yield writer.writerow(row)
 
         ctype = "text/tab-separated-values" if fmt == "tsv" else "text/csv"
         resp = StreamingHttpResponse(lines(), content_type=f"{ctype}; charset=utf-8")

@@ -350,7 +350,6 @@ def project(request, pk):
     from retrieval.selectors import run_list
 
     topic_set = get_object_or_404(TopicSet, pk=pk)
-    topics = selectors.topic_summary_list(topic_set)
     stats = selectors.variant_stats(topic_set.name)
     pools = list(pool_list(topic_set.name).order_by("-pk"))
     pool_ids = {p.pk for p in pools}
@@ -361,8 +360,8 @@ def project(request, pk):
                 if a.params.get("topic_set") == topic_set.name]
     studies = [s for s in selectors.study_list() if s.topic_set_id == topic_set.pk]
     return render(request, "crowd/organiser_project.html", {
-        "topic_set": topic_set, "topics": topics, "stats": stats,
-        "n_statements": sum(t.n_statements for t in topics),
+        "topic_set": topic_set, "stats": stats,
+        "n_statements": topic_set.statements_count,
         "studies": studies,
         "runs": list(run_list(topic_set.name).order_by("-pk")),
         "pools": pools, "tasks": tasks, "qrels": list(qrels_list().order_by("name")),

@@ -3,7 +3,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from crowd.services import ImportRejected, variants_import
 from crowd.topicfiles import ParseError
-from crowd.variantfiles import VARIANT_FORMATS, read_variants
+from crowd.variantfiles import VARIANT_FORMATS, iter_variants
 
 
 class Command(BaseCommand):
@@ -47,7 +47,7 @@ class Command(BaseCommand):
         if batch_size < 1:
             raise CommandError("--batch-size must be at least 1")
         try:
-            records = read_variants(path, fmt, encoding=encoding)
+            records = iter_variants(path, fmt, encoding=encoding)
             result = variants_import(
                 topic_set,
                 records,

@@ -14,7 +14,7 @@ from common.fileio import quote
 from crowd import spelling
 from crowd.models import Intent, QueryVariant, Statement, Topic, TopicSet
 from crowd.naturalsort import natural_key, natural_sort_key
-from crowd.normalise import normalise_query
+from crowd.normalise import NORMALISATIONS, normalise_query
 from crowd.topicfiles import TopicRecord
 from crowd.variantfiles import VariantRecord
 
@@ -286,10 +286,12 @@ def variants_import(
     replace: bool = False,
     batch_size: int = 2000,
     spell_correct: bool = False,
+    normalise: str = "punctuation",
 ) -> dict:
     """Add imported query variants to the topics of a topic set.
 
-    All or nothing. Raw text, its normalised form (:func:`crowd.normalise.normalise_query`),
+    All or nothing. Raw text, its normalised form (:func:`crowd.normalise.normalise_query`
+    with ``normalise``: punctuation, case or none),
     worker id, count and estimate are kept for every record; duplicates are never merged.
     Topics missing from the set are an error listing all of them, unless
     ``create_topics`` is true: then they are created with their id only (and the set too,
@@ -306,6 +308,12 @@ def variants_import(
     ``bulk_create``): memory does not grow with the file.
     Returns ``{"variants": n, "topics_created": m, "replaced": k, "corrected": c}``.
     """
+    if normalise not in NORMALISATIONS:
+        raise ImportRejected(
+            f"unknown normalisation {normalise!r}; one of {', '.join(NORMALISATIONS)}")
+    if spell_correct and normalise == "none":
+        raise ImportRejected("spell correction works on normalised words: use it with the "
+                             "punctuation or case normalisation, not none")
     insert_batch = batch_size
     if spell_correct:
         records = list(records)
@@ -324,7 +332,7 @@ def variants_import(
     cleared: set[int] = set()  # topics whose imported variants were deleted (replace)
     for batch in _batches(records, batch_size):
         _variants_batch(topic_set, batch, create_topics, replace, spell_correct, missing,
-                        cleared, done, insert_batch)
+                        cleared, done, insert_batch, normalise)
     if missing:
         names = sorted(missing, key=natural_key)
         raise ImportRejected(
@@ -339,7 +347,8 @@ def variants_import(
 
 def _variants_batch(topic_set: TopicSet, batch: list[VariantRecord], create_topics: bool,
                     replace: bool, spell_correct: bool, missing: dict[str, VariantRecord],
-                    cleared: set[int], done: dict, insert_batch: int) -> None:
+                    cleared: set[int], done: dict, insert_batch: int,
+                    normalise: str = "punctuation") -> None:
     topic_ids: dict[str, VariantRecord] = {}
     for r in batch:
         _check_length(r, r.topic_id, Topic, "topic_id", "the topic id")
@@ -369,7 +378,7 @@ def _variants_batch(topic_set: TopicSet, batch: list[VariantRecord], create_topi
                 topic_id__in=fresh, source=QueryVariant.SOURCE_IMPORT).delete()
             done["replaced"] += deleted
             cleared.update(fresh)
-    norms = [normalise_query(r.raw) for r in batch]
+    norms = [normalise_query(r.raw, normalise) for r in batch]
     # words other people used for the topic, in this file or stored, support corrections
     known = topic_vocabularies(
         by_id.values(), ((by_id[r.topic_id], n, r.count) for r, n in zip(batch, norms))

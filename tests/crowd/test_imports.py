@@ -435,3 +435,30 @@ def test_import_errors_are_messages_not_tracebacks(tmp_path):
     with pytest.raises(CommandError, match=r"v\.tsv, line 1: count '99999999999' is too large"):
         run("import_variants", str(huge), "--format", "tsv", "--topic-set", "x", "--create-topics")
     assert not TopicSet.objects.exists()
+
+
+def test_import_variants_normalisation_choices(tmp_path):
+    """--normalise: punctuation (default) merges "What's the cost?" with "whats the cost";
+    case keeps the apostrophe and question mark; none keeps each file text."""
+    path = write(tmp_path, "v.tsv", "t1\tWhat's the COST?\nt1\twhats the cost\n"
+                                    "t1\twhat's  the cost?\nt1\tWhat's the COST?\n")
+    got = {}
+    for mode in ("punctuation", "case", "none"):
+        run("import_variants", path, "--format", "tsv", "--topic-set", mode, "--create-topics",
+            "--normalise", mode)
+        got[mode] = list(variant_list(mode).values_list("normalised", flat=True))
+        assert list(variant_list(mode).values_list("raw", flat=True)) == [
+            "What's the COST?", "whats the cost", "what's  the cost?", "What's the COST?"]
+    assert got["punctuation"] == ["whats the cost"] * 4
+    assert got["case"] == ["what's the cost?", "whats the cost", "what's the cost?",
+                           "what's the cost?"]
+    assert got["none"] == ["What's the COST?", "whats the cost", "what's  the cost?",
+                           "What's the COST?"]
+    assert [variant_stats(m)["unique_variants"] for m in got] == [1, 2, 3]
+    with pytest.raises(CommandError, match="invalid choice: 'words'"):
+        run("import_variants", path, "--format", "tsv", "--topic-set", "x", "--create-topics",
+            "--normalise", "words")
+    with pytest.raises(CommandError, match="spell correction works on normalised words"):
+        run("import_variants", path, "--format", "tsv", "--topic-set", "x", "--create-topics",
+            "--normalise", "none", "--spell-correct")
+    assert normalise_query(" A\u00a0B ", "case") == "a b"  # NFKC: no-break space to space

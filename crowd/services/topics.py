@@ -5,7 +5,7 @@ Each function that writes owns its transaction; imports are all or nothing.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from django.db import transaction
 
@@ -71,7 +71,8 @@ def spell_checked(norm: str, support: Counter | None) -> tuple[str, str]:
 
 @transaction.atomic
 def topics_import(
-    topic_set_name: str, records: Sequence[TopicRecord], *, replace: bool = False
+    topic_set_name: str, records: Sequence[TopicRecord], *, replace: bool = False,
+    before_commit: Callable[[dict], None] | None = None,
 ) -> dict:
     """Create the topics of ``records`` in the topic set (created if missing).
 
@@ -81,6 +82,9 @@ def topics_import(
     are kept. Topics of the set that are not in ``records`` are left alone.
 
     Returns ``{"created": n, "replaced": m}``.
+    ``before_commit(result)``, when given, is called with the result inside the import's
+    transaction, after the last write: a caller commits its own mark with the import, or
+    raises to roll it back (an upload's lease lost).
     """
     if not topic_set_name:
         raise ImportRejected("a topic set name is required")
@@ -166,7 +170,10 @@ def topics_import(
         ],
         batch_size=1000,
     )
-    return {"created": len(new), "replaced": len(existing)}
+    result = {"created": len(new), "replaced": len(existing)}
+    if before_commit is not None:
+        before_commit(result)
+    return result
 
 
 def _check_length_plain(value: str, model, field: str, what: str) -> None:
@@ -185,6 +192,7 @@ def variants_import(
     replace: bool = False,
     batch_size: int = 2000,
     spell_correct: bool = False,
+    before_commit: Callable[[dict], None] | None = None,
 ) -> dict:
     """Add imported query variants to the topics of a topic set.
 
@@ -202,6 +210,9 @@ def variants_import(
 
     Rows are written with ``bulk_create`` in batches of ``batch_size``.
     Returns ``{"variants": n, "topics_created": m, "replaced": k, "corrected": c}``.
+    ``before_commit(result)``, when given, is called with the result inside the import's
+    transaction, after the last write: a caller commits its own mark with the import, or
+    raises to roll it back (an upload's lease lost).
     """
     records = list(records)
     if not records:
@@ -270,5 +281,8 @@ def variants_import(
             source=QueryVariant.SOURCE_IMPORT,
         ))
     QueryVariant.objects.bulk_create(rows, batch_size=batch_size)
-    return {"variants": len(records), "topics_created": len(missing), "replaced": replaced,
-            "corrected": sum(1 for v in rows if v.uncorrected)}
+    result = {"variants": len(records), "topics_created": len(missing), "replaced": replaced,
+              "corrected": sum(1 for v in rows if v.uncorrected)}
+    if before_commit is not None:
+        before_commit(result)
+    return result

@@ -99,7 +99,9 @@ def held(model, pk, holder: str) -> bool:
     if not transaction.get_connection().in_atomic_block:
         raise RuntimeError("leases.held() locks the row until commit: call it inside "
                            "transaction.atomic()")
-    return bool(list(_mine(model, pk, holder).select_for_update().values_list("pk", flat=True)))
+    # no ordering: a model ordered by a foreign key would join (and lock) the parent row too
+    return bool(list(_mine(model, pk, holder).order_by().select_for_update(of=("self",))
+                     .values_list("pk", flat=True)))
 
 
 def holder_name() -> str:

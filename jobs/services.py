@@ -38,8 +38,9 @@ def reconcile_all(*, origin: str, wake_after: float | None = None) -> dict[str, 
     errors: list[str] = []
     for kind in registry.kinds():
         try:
-            result = leases.reconcile(kind.model, lambda pk, name=kind.name: registry.wake(name, pk),
-                                      wake_after=wake_after)
+            result = leases.reconcile(
+                kind.model, lambda pk, name=kind.name: registry.wake(name, pk),
+                wake_after=wake_after)
             kind.reconciled(result)
         except Exception as exc:
             log.exception("reconciling %s", kind.plural)

@@ -395,8 +395,9 @@ def chunk_retrieve(chunk_id: int, *, retry_on: tuple[type[BaseException], ...] =
     Idempotent under duplicate delivery: a chunk that is finished, failed, or held by a
     live process is left untouched (returns 0); keys another run retrieved meanwhile are
     not searched again. The rankings and the done mark commit only while this claim still
-    holds the chunk's lease; a claim that was taken over discards its result (returns 0). An error of a type in ``retry_on`` puts the chunk back in the
-    queue (the caller retries); any other fails the chunk, and its run, with the message.
+    holds the chunk's lease; a claim that was taken over discards its result (returns 0).
+    An error of a type in ``retry_on`` puts the chunk back in the queue (the caller
+    retries); any other fails the chunk, and its run, with the message.
     """
     holder = leases.claim(RunChunk, chunk_id)
     if holder is None:

@@ -2,13 +2,16 @@
 for ever: on PostgreSQL, two threads (two connections) commit the last two chunks of a
 run, and a barrier holds each recount until the other has counted too -- the interleaving
 in which, without the lock on the run rows, each counted before the other committed and
-the later write put its stale count back."""
+the later write put its stale count back. A first barrier holds both chunks inside their
+result transactions (lease checked, nothing committed) so the two commits always
+interleave."""
 import threading
 
 import pytest
 from django.db import connections
 
 from crowd.models import Topic, TopicSet
+from jobs import leases
 from jobs.services import reconcile_all
 from retrieval import services
 from retrieval.models import Collection, Ranking, Run, RunChunk
@@ -40,13 +43,21 @@ def test_two_chunks_committing_together_leave_the_run_done(run_of_two_chunks, mo
     run = run_of_two_chunks
     chunks = list(RunChunk.objects.filter(run=run).values_list("pk", flat=True))
     assert len(chunks) == 2
+    both_committing = threading.Barrier(2)
     counted_both = threading.Barrier(2)
+    committing = threading.local()
     waited = []
-    count = services._runs_count
+    held, count = leases.held, services._runs_count
+
+    def held_then_wait(model, pk, holder):  # each chunk's result transaction, lease checked
+        ok = held(model, pk, holder)
+        committing.now = True
+        both_committing.wait(timeout=10)  # neither commits before both are this far
+        return ok
 
     def count_then_wait(run_ids):
         counted = count(run_ids)
-        if counted["by_status"].get(run.id, {}).get("done"):  # inside a chunk's commit
+        if getattr(committing, "now", False):
             try:  # wait until the other chunk has counted too (or 3 s: it cannot)
                 counted_both.wait(timeout=3)
                 waited.append("together")
@@ -54,6 +65,7 @@ def test_two_chunks_committing_together_leave_the_run_done(run_of_two_chunks, mo
                 waited.append("alone")
         return counted
 
+    monkeypatch.setattr(leases, "held", held_then_wait)
     monkeypatch.setattr(services, "_runs_count", count_then_wait)
     errors = []
 

@@ -29,8 +29,8 @@ The fixture ``celery_on_redis`` (every test has it; it brings ``transactional_db
     every worker of the broker appends to, and each worker's default ``DATA_DIR``.
 
 ``CeleryBroker.worker(pool="prefork", concurrency=1, data_dir=None, env=None, ready=True,
-disposable=False)``
-    Starts ``celery -A config worker -P <pool> -c <concurrency> -Q <queue>`` (``pool=None``:
+disposable=False, app="config")``
+    Starts ``celery -A <app> worker -P <pool> -c <concurrency> -Q <queue>`` (``pool=None``:
     the settings' pool) in a process group of its own, log level INFO, with this process's
     environment plus ``DATABASE_URL`` (the test database), ``CELERY_BROKER_URL``,
     ``CELERY_TASK_DEFAULT_QUEUE``, ``DATA_DIR`` (``data_dir``, default
@@ -109,11 +109,12 @@ def _database_url() -> str:
 class _CeleryProcess:
     """A `celery -A config ...` process group logging to ``log``."""
 
-    def __init__(self, args: list[str], env: dict, log: Path, disposable=False):
+    def __init__(self, args: list[str], env: dict, log: Path, disposable=False,
+                 app: str = "config"):
         self.log, self.disposable = log, disposable
         with open(log, "a") as out:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "celery", "-A", "config", *args],
+                [sys.executable, "-m", "celery", "-A", app, *args],
                 cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         self.pid = self.proc.pid
 
@@ -153,10 +154,11 @@ class Beat(_CeleryProcess):
 class Worker(_CeleryProcess):
     """One `celery -A config worker` process group; see the module docstring."""
 
-    def __init__(self, name: str, args: list[str], env: dict, log: Path, disposable=False):
+    def __init__(self, name: str, args: list[str], env: dict, log: Path, disposable=False,
+                 app: str = "config"):
         self.name = name
         super().__init__(["worker", *args, "-n", name, "--without-gossip", "--without-mingle",
-                          "--without-heartbeat", "-l", "INFO"], env, log, disposable)
+                          "--without-heartbeat", "-l", "INFO"], env, log, disposable, app)
 
     def wait_ready(self, timeout: float = 60) -> "Worker":
         from config.celery_app import app
@@ -222,11 +224,11 @@ class CeleryBroker:
 
     def worker(self, pool: str | None = "prefork", concurrency: int = 1,
                data_dir: Path | None = None, env: dict | None = None,
-               ready: bool = True, disposable: bool = False) -> Worker:
+               ready: bool = True, disposable: bool = False, app: str = "config") -> Worker:
         env = self._env(data_dir, env)
         args = (["-P", pool] if pool else []) + ["-c", str(concurrency), "-Q", self.queue]
         name = f"{self.queue}-{len(self.workers) + 1}@{socket.gethostname()}"
-        worker = Worker(name, args, env, self.log_dir / "worker.log", disposable)
+        worker = Worker(name, args, env, self.log_dir / "worker.log", disposable, app)
         self.workers.append(worker)
         return worker.wait_ready() if ready else worker
 

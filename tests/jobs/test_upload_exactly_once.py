@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from uploads.models import Upload
 from uploads.services import upload_create, upload_run
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration]
+REDIS_DB = 15  # the uploads' db (tests/workers.py)
 
 ROOT = Path(__file__).resolve().parents[2]
 VARIANTS = "topic\tquery\tworker\n" + "".join(
@@ -74,3 +76,33 @@ def test_a_worker_killed_before_the_done_mark_leaves_nothing_and_the_file_import
     assert QueryVariant.objects.count() == 10
     assert sorted(QueryVariant.objects.values_list("worker_id", flat=True)) == sorted(
         f"w{i}" for _ in ("1", "2") for i in range(5))
+
+
+def test_a_celery_worker_killed_before_the_done_mark_and_the_message_redelivered(
+        settings, tmp_path, celery_on_redis):
+    """The same on a real Celery worker and Redis: the worker dies (SIGKILL) inside the
+    import's transaction with its message unacknowledged; the reconciler re-queues the
+    upload, and a new worker imports the file once, however often the message comes."""
+    broker = celery_on_redis(REDIS_DB, "upload-kill")
+    env = {"DATA_DIR": str(tmp_path), "CELERY_VISIBILITY_TIMEOUT": "3"}
+    doomed = broker.worker(pool="solo", env=env, app="tests.jobs.dies_before_commit")
+    settings.DATA_DIR = tmp_path
+    ts = TopicSet.objects.create(name="ts")
+    Topic.objects.bulk_create([Topic(topic_set=ts, topic_id=t) for t in ("1", "2")])
+    upload = upload_create("variants", SimpleUploadedFile("v.tsv", VARIANTS.encode()),
+                           {"topic_set": "ts", "format": "tsv"})  # woken on commit
+    assert doomed.proc.wait(timeout=120) == -signal.SIGKILL, doomed.tail()
+    row = Upload.objects.get(pk=upload.pk)
+    assert (row.status, row.attempts) == ("running", 1), doomed.tail()
+    assert QueryVariant.objects.count() == 0  # died with the transaction
+
+    worker = broker.worker(pool="prefork", env=env)  # its start reconciles: holder dead
+    deadline = time.monotonic() + 90
+    while Upload.objects.get(pk=upload.pk).status != "done" and time.monotonic() < deadline:
+        time.sleep(0.3)
+    row = Upload.objects.get(pk=upload.pk)
+    assert (row.status, row.error) == ("done", ""), worker.tail()
+    time.sleep(4)  # past the visibility timeout: the dead worker's message comes back
+    assert QueryVariant.objects.count() == 10, worker.tail()
+    assert Upload.objects.get(pk=upload.pk).status == "done"
+    assert worker.alive

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import adhoc, diversity, ntcir
+from . import adhoc, diversity, fallback, ntcir
 from .registry import FAMILY_QRELS, REGISTRY, Measure
 from .runs import NONPOOL, PAD, PAD_CODE, UNJUDGED, EvaluationInputError, Qrels, RunSet, natural_key
 
@@ -76,16 +76,31 @@ class MeasureSpec:
         return self.measure.convention(self)
 
 
-def _unknown(word: str) -> EvaluationInputError:
-    known = " ".join(REGISTRY)
-    return EvaluationInputError("--measures", None, f"unknown measure {word!r}; known: {known}")
+def _native(word: str) -> bool:
+    try:
+        parse_spec(word, fall_back=False)
+    except EvaluationInputError:
+        return False
+    return True
 
 
-def parse_spec(word: str) -> MeasureSpec:
-    """One registered measure from its name, e.g. ``AP(rel=2)``, ``nDCG@20``, ``RBP(p=0.9)``."""
+def parse_spec(word: str, fall_back: bool = True) -> MeasureSpec:
+    """One measure from its name, e.g. ``AP(rel=2)``, ``nDCG@20``, ``RBP(p=0.9)``.
+
+    A registered name follows its declaration. Any other name goes to ir_measures
+    (:mod:`.fallback`) when ``fall_back``: ``Judged@10``, ``infAP``, ``Bpref``, ``SetF``."""
     m = _NAME.match(word)
     if not m or m.group("name") not in REGISTRY:
-        raise _unknown(word)
+        known = " ".join(REGISTRY)
+        if not fall_back:
+            raise EvaluationInputError("--measures", None, f"unknown measure {word!r}; known: {known}")
+        try:
+            measure = fallback.resolve(word, _native)
+        except EvaluationInputError as exc:
+            raise EvaluationInputError(
+                "--measures", None, f"unknown measure {word!r}; known: {known}; {exc.message}"
+            ) from None
+        return MeasureSpec(measure.name, measure.family, None, (), measure)
     name = m.group("name")
     measure = REGISTRY[name]
     k = m.group("k")
@@ -317,6 +332,7 @@ def evaluate_runs(
     check_measures(specs, qrels.kind, intent_probabilities is not None)
     families = {s.family for s in specs}
     topics = qrels.topics
+    external = [s for s in specs if s.family == fallback.FAMILY]
     index = {t: i for i, t in enumerate(runset.topics)}
     n_runs, depth = runset.codes.shape[0], runset.codes.shape[-1]
     has = np.zeros((n_runs, len(topics)), dtype=bool)
@@ -350,12 +366,16 @@ def evaluate_runs(
             ))
         for key, v in part.items():
             values[key][:, start:start + len(names)] = v
+    if external:
+        values.update(fallback.evaluate(runset, qrels, external, topics))
     result = {}
     for r, tag in enumerate(runset.tags):
         chosen = np.nonzero(mask[r])[0]
         if not len(chosen):
             raise EvaluationInputError(runset.sources[r], None, f"no topic of run {tag!r} is in the qrels")
         mean = {k: float(values[k][r, chosen].mean()) for k in keys}
+        for s in external:
+            mean[s.key] = fallback.aggregate(s, values[s.key][r, chosen].tolist())
         columns = [values[k][r, chosen].tolist() for k in keys]
         per_topic = {topics[j]: dict(zip(keys, row)) for j, row in zip(chosen.tolist(), zip(*columns))}
         result[tag] = {"mean": mean, "per_topic": per_topic}

@@ -21,10 +21,11 @@ from typing import Any, Callable
 from . import adhoc, diversity, ntcir
 from .runs import EvaluationInputError
 
-__all__ = ["Param", "Measure", "REGISTRY", "register", "FAMILY_QRELS"]
+__all__ = ["Param", "Measure", "REGISTRY", "register", "FAMILY_QRELS", "measure_names"]
 
-#: which qrels each family reads
-FAMILY_QRELS = {"adhoc": "adhoc", "ndeval": "diversity", "ntcir": "diversity"}
+#: which qrels each family reads (``ir_measures``: measures computed through ir_measures,
+#: see :mod:`.fallback`; they are never registered here)
+FAMILY_QRELS = {"adhoc": "adhoc", "ndeval": "diversity", "ntcir": "diversity", "ir_measures": "adhoc"}
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,7 @@ class Measure:
     also: tuple[str, ...] = ()  # further values reported under these names (RBP_resid)
     convention: Callable | None = field(default=None, repr=False, compare=False)  # spec -> note
     doc: str = ""
+    external: Any = field(default=None, repr=False, compare=False)  # ir_measures: (measure, provider)
 
     @property
     def qrels(self) -> str:
@@ -85,10 +87,18 @@ REGISTRY: dict[str, Measure] = {}
 def register(measure: Measure) -> Measure:
     if measure.name in REGISTRY:
         raise ValueError(f"measure {measure.name!r} is registered twice")
-    if measure.family not in FAMILY_QRELS or measure.cutoff not in ("required", "optional", "none"):
+    if measure.family not in ("adhoc", "ndeval", "ntcir") or measure.cutoff not in ("required", "optional", "none"):
         raise ValueError(f"measure {measure.name!r}: bad family {measure.family!r} or cutoff {measure.cutoff!r}")
     REGISTRY[measure.name] = measure
     return measure
+
+
+def measure_names(family: str) -> str:
+    """The registered measures of a family as a user writes them: ``AP, nDCG@k, P@k, …``."""
+    def written(m: Measure) -> str:
+        params = ",".join(f"{p.name}=…" for p in m.params if p.shown == "always")
+        return m.name + (f"({params})" if params else "") + {"required": "@k", "optional": "[@k]"}.get(m.cutoff, "")
+    return ", ".join(written(m) for m in REGISTRY.values() if m.family == family)
 
 
 REL = Param("rel", int, 1, lambda v: v >= 1, "a whole number ≥ 1",

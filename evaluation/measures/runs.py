@@ -54,6 +54,7 @@ class EvaluationInputError(ValueError):
 
     def __init__(self, where, line: int | None, message: str):
         self.path = str(where)
+        self.message = message
         self.line = line
         loc = f"{where}, line {line}" if line is not None else str(where)
         super().__init__(f"{loc}: {message}")

@@ -79,8 +79,9 @@ def resolve(word: str, native) -> Measure:
         raise EvaluationInputError("--measures", None, f"ir_measures cannot read it ({exc})") from None
     name = str(measure)
     if native(name):
-        raise EvaluationInputError("--measures", None,
-                                   f"ir_measures reads it as {name!r}, which evaluate computes itself: ask for {name}")
+        raise EvaluationInputError(
+            "--measures", None, f"ir_measures reads it as {name!r}, which evaluate computes itself: ask for {name}"
+        )
     providers = [p for p in ir_measures.DefaultPipeline.providers if p.supports(measure)]
     usable = [p for p in providers if p.is_available()]
     if not usable:

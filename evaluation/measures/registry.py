@@ -82,12 +82,13 @@ class Measure:
 
 
 REGISTRY: dict[str, Measure] = {}
+CUTOFFS = {"required": "@k", "optional": "[@k]", "none": ""}  # how help texts write each rule
 
 
 def register(measure: Measure) -> Measure:
     if measure.name in REGISTRY:
         raise ValueError(f"measure {measure.name!r} is registered twice")
-    if measure.family not in ("adhoc", "ndeval", "ntcir") or measure.cutoff not in ("required", "optional", "none"):
+    if measure.family not in ("adhoc", "ndeval", "ntcir") or measure.cutoff not in CUTOFFS:
         raise ValueError(f"measure {measure.name!r}: bad family {measure.family!r} or cutoff {measure.cutoff!r}")
     REGISTRY[measure.name] = measure
     return measure
@@ -97,7 +98,7 @@ def measure_names(family: str) -> str:
     """The registered measures of a family as a user writes them: ``AP, nDCG@k, P@k, …``."""
     def written(m: Measure) -> str:
         params = ",".join(f"{p.name}=…" for p in m.params if p.shown == "always")
-        return m.name + (f"({params})" if params else "") + {"required": "@k", "optional": "[@k]"}.get(m.cutoff, "")
+        return m.name + (f"({params})" if params else "") + CUTOFFS[m.cutoff]
     return ", ".join(written(m) for m in REGISTRY.values() if m.family == family)
 
 
@@ -115,7 +116,8 @@ REL_BINARY = Param("rel", int, None, lambda v: v >= 1, "a whole number ≥ 1",
 def _err(x, s):
     top = x.top_grade
     if top > 4:
-        raise EvaluationInputError(x.qrels.source, None, f"ERR (as gdeval) allows grades up to 4; the qrels have {top}")
+        raise EvaluationInputError(x.qrels.source, None,
+                                   f"ERR (as gdeval) allows grades up to 4; the qrels have {top}")
     return adhoc.err(x.grades, s.cutoff)
 
 

@@ -76,9 +76,10 @@ def _lines(path: str | Path) -> Iterable[tuple[int, list[str]]]:
 class RunSet:
     """Several runs as padded arrays (see the module docstring).
 
-    ``topics`` are in natural order (:func:`natural_key`: ``UQV100.2`` before ``UQV100.10``); ``vocab[t]`` is the sorted array of
-    docids of topic ``t`` and ``vocab_index[t]`` maps them to codes; ``lengths[r, t]`` is the number of documents run ``r`` ranked
-    for topic ``t`` (0: the topic is absent from that run)."""
+    ``topics`` are in natural order (:func:`natural_key`: ``UQV100.2`` before ``UQV100.10``);
+    ``vocab[t]`` is the sorted array of docids of topic ``t`` and ``vocab_index[t]`` maps them
+    to codes; ``lengths[r, t]`` is the number of documents run ``r`` ranked for topic ``t``
+    (0: the topic is absent from that run)."""
 
     tags: list[str]
     sources: list[str]

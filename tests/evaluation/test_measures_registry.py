@@ -41,7 +41,8 @@ def test_a_measure_registered_in_one_place_is_parsed_and_evaluated():
 
 def test_parameters_are_typed_and_defaults_filled():
     (rbp,) = parse_measures("RBP(p=0.95,rel=2)")
-    assert rbp.get("p") == 0.95 and rbp.get("rel") == 2 and rbp.keys == ["RBP(p=0.95,rel=2)", "RBP_resid(p=0.95,rel=2)"]
+    assert rbp.get("p") == 0.95 and rbp.get("rel") == 2
+    assert rbp.keys == ["RBP(p=0.95,rel=2)", "RBP_resid(p=0.95,rel=2)"]
     (graded,) = parse_measures("RBP")
     assert graded.get("p") == 0.8 and graded.get("rel") is None and graded.key == "RBP(p=0.8)"
     (ap,) = parse_measures("AP(rel=2)")
@@ -79,3 +80,21 @@ def test_values_of_native_measures_do_not_depend_on_declaration_order():
         for topic, values in alone.items():
             for key, v in values.items():
                 assert together[topic][key] == v, (word, topic, key)
+
+
+def test_measure_modules_import_without_django():
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}
+    env["PYTHONPATH"] = str(root)
+    code = ("import sys, evaluation.measures.registry, evaluation.measures.engine, evaluation.measures.fallback\n"
+            "from evaluation.measures import parse_measures\n"
+            "assert parse_measures('Judged@10')[0].family == 'ir_measures'\n"
+            "bad = sorted(m for m in sys.modules if m == 'django' or m.startswith('django.'))\n"
+            "assert not bad, bad\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr

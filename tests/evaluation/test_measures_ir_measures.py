@@ -97,3 +97,27 @@ def test_ir_measures_measures_need_ad_hoc_qrels(shared_data):
     qrels = read_qrels(shared_data / "trec-web-diversity" / "2011" / "qrels-for-ndeval.txt", "diversity")
     with pytest.raises(EvaluationInputError, match="Judged@10 need ad hoc qrels"):
         evaluate_runs(runs, qrels, parse_measures("Judged@10"))
+
+
+@pytest.mark.django_db
+def test_stored_runs_and_judgments_give_the_values_of_the_files(shared_data):
+    from crowd.models import Topic, TopicSet
+    from judging.services import judgments_import
+    from retrieval.services import system_run_import
+
+    ts = TopicSet.objects.create(name="web2011")
+    Topic.objects.bulk_create([Topic(topic_set=ts, topic_id=str(t), title=f"topic {t}") for t in range(101, 151)])
+    runs = shared_data / "eval-oracles" / "web2011" / "runs"
+    qrels = shared_data / "trec-web-diversity" / "2011" / "qrels.adhoc.txt"
+    system_run_import(runs / "tied.run", topic_set_name="web2011")
+    judgments_import(qrels, format="adhoc", name="nist-adhoc")
+
+    def evaluate(*args):
+        out = io.StringIO()
+        call_command("evaluate", *args, "--measures", "Judged@10 Bpref AP", "--json", stdout=out)
+        return json.loads(out.getvalue())
+
+    from_files = evaluate("--run", str(runs / "tied.run"), "--qrels", str(qrels))
+    stored = evaluate("--topic-set", "web2011", "--tag", "tied", "--judgments", "nist-adhoc")
+    assert stored == from_files
+    assert len(stored["conventions"]) == 2 and stored["runs"]["tied"]["mean"]["Judged@10"] > 0

@@ -88,7 +88,10 @@ def parse_spec(word: str, fall_back: bool = True) -> MeasureSpec:
     """One measure from its name, e.g. ``AP(rel=2)``, ``nDCG@20``, ``RBP(p=0.9)``.
 
     A registered name follows its declaration. Any other name goes to ir_measures
-    (:mod:`.fallback`) when ``fall_back``: ``Judged@10``, ``infAP``, ``Bpref``, ``SetF``."""
+    (:mod:`.fallback`) when ``fall_back``: ``Judged@10``, ``infAP``, ``Bpref``, ``SetF``; so
+    does a registered name with a parameter it does not declare but ir_measures computes
+    (``AP(judged_only=True)``). A registered name's cutoff rules are its own (``AP@10`` is
+    refused)."""
     m = _NAME.match(word)
     if not m or m.group("name") not in REGISTRY:
         known = " ".join(REGISTRY)
@@ -116,7 +119,14 @@ def parse_spec(word: str, fall_back: bool = True) -> MeasureSpec:
         key = key.strip()
         param = measure.param(key)
         if param is None:
-            raise EvaluationInputError("--measures", None, f"{name} has no parameter {key!r} (in {word!r})")
+            error = EvaluationInputError("--measures", None, f"{name} has no parameter {key!r} (in {word!r})")
+            if not fall_back:
+                raise error
+            try:  # a variant ir_measures computes, e.g. AP(judged_only=True)
+                other = fallback.resolve(word, _native)
+            except EvaluationInputError:
+                raise error from None
+            return MeasureSpec(other.name, other.family, None, (), other)
         given[key] = param.parse(value, word)
     params = tuple((p.name, given.get(p.name, p.default)) for p in measure.params)
     return MeasureSpec(name, measure.family, int(k) if k is not None else None, params, measure)

@@ -7,7 +7,9 @@ measures, e.g. ``AP(rel=2)``), ndeval's diversity measures (``alpha_nDCG@k``, ``
 and NTCIREVAL's (``D-nDCG@k``, ``D#-nDCG@k``, ``I-rec@k``). ``RBP(p=…)`` also reports its
 residual as ``RBP_resid(p=…)``. RBP is graded, as trec_eval's ``rbp`` (gain = grade ÷ the
 topic's highest grade when that exceeds 1); ``RBP(p=…,rel=N)`` is binary, as ir_measures
-names it (gain 1 for a grade of N or more, else 0).
+names it (gain 1 for a grade of N or more, else 0). Each is declared once in
+:mod:`.registry`, which is all this module reads to parse and compute them; a name it lacks
+goes to ir_measures (:mod:`.fallback`).
 
 Which topics: those of the qrels that the run has (trec_eval's default), or with
 ``complete`` every qrels topic, a topic the run lacks scoring 0 on every measure (trec_eval

@@ -23,10 +23,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import adhoc, diversity, fallback, ntcir
-from .registry import FAMILY_QRELS, REGISTRY, Measure
+from .registry import FAMILY_QRELS, MAX_CUTOFF, MAX_REL, REGISTRY, Measure
 from .runs import NONPOOL, PAD, PAD_CODE, UNJUDGED, EvaluationInputError, Qrels, RunSet, natural_key
 
-__all__ = ["MeasureSpec", "parse_measures", "check_measures", "evaluate_runs", "REGISTRY"]
+__all__ = ["MeasureSpec", "parse_measures", "check_measures", "evaluate_runs", "REGISTRY", "MAX_CUTOFF",
+           "MAX_REL"]
 
 BLOCK = 1 << 20  # ranked entries evaluated together
 
@@ -113,6 +114,9 @@ def parse_spec(word: str, fall_back: bool = True) -> MeasureSpec:
         raise EvaluationInputError("--measures", None, f"{name} needs a cutoff, e.g. {name}@10")
     if measure.cutoff == "none" and k is not None:
         raise EvaluationInputError("--measures", None, f"{name} takes no cutoff (got {word!r})")
+    if k is not None and (len(k) > 7 or int(k) > MAX_CUTOFF):
+        raise EvaluationInputError("--measures", None,
+                                   f"cutoff of {word[:40]!r} is too large (at most {MAX_CUTOFF})")
     if k is not None and int(k) < 1:
         raise EvaluationInputError("--measures", None, f"cutoff of {word!r} must be at least 1")
     given = {}

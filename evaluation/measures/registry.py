@@ -21,7 +21,8 @@ from typing import Any, Callable
 from . import adhoc, diversity, ntcir
 from .runs import EvaluationInputError
 
-__all__ = ["Param", "Measure", "REGISTRY", "register", "FAMILY_QRELS", "measure_names"]
+__all__ = ["Param", "Measure", "REGISTRY", "register", "FAMILY_QRELS", "measure_names", "MAX_CUTOFF",
+           "MAX_REL"]
 
 #: which qrels each family reads (``ir_measures``: measures computed through ir_measures,
 #: see :mod:`.fallback`; they are never registered here)
@@ -46,11 +47,11 @@ class Param:
 
     def parse(self, text: str, word: str):
         try:
-            value = self.type(text)
+            value = self.type(text) if len(text.strip()) <= 32 else None
         except ValueError:
             value = None
         if value is None or not self.check(value):
-            raise EvaluationInputError("--measures", None, f"{self.name} in {word!r} must be {self.want}")
+            raise EvaluationInputError("--measures", None, f"{self.name} in {word[:60]!r} must be {self.want}")
         return value
 
     def written(self, value) -> str | None:
@@ -102,11 +103,18 @@ def measure_names(family: str) -> str:
     return ", ".join(written(m) for m in REGISTRY.values() if m.family == family)
 
 
-REL = Param("rel", int, 1, lambda v: v >= 1, "a whole number ≥ 1",
+#: The deepest cutoff a measure may ask for (``P@1000000`` is the largest run depth anyone
+#: stores; a longer number is a mistake, not a measure).
+MAX_CUTOFF = 1_000_000
+#: The highest grade ``rel=`` may name.
+MAX_REL = 1_000
+
+REL = Param("rel", int, 1, lambda v: 1 <= v <= MAX_REL, f"a whole number from 1 to {MAX_REL}",
             help="the lowest grade that counts as relevant")
 P_PERSISTENCE = Param("p", float, 0.8, lambda v: 0.0 < v < 1.0, "a number strictly between 0 and 1",
                       help="the user's persistence", shown="always")
-REL_BINARY = Param("rel", int, None, lambda v: v >= 1, "a whole number ≥ 1",
+REL_BINARY = Param("rel", int, None, lambda v: 1 <= v <= MAX_REL,
+                   f"a whole number from 1 to {MAX_REL}",
                    help="given: binary gains, 1 for a grade of rel or more; not given: graded gains")
 
 

@@ -96,5 +96,19 @@ def test_measure_modules_import_without_django():
             "assert parse_measures('Judged@10')[0].family == 'ir_measures'\n"
             "bad = sorted(m for m in sys.modules if m == 'django' or m.startswith('django.'))\n"
             "assert not bad, bad\n")
-    out = subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True, timeout=120)
+    out = subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True,
+                         timeout=120)
     assert out.returncode == 0, out.stderr
+
+
+@pytest.mark.parametrize("text, message", [
+    ("P@99999999999999999999", r"cutoff of 'P@99999999999999999999' is too large \(at most 1000000\)"),
+    ("P@1000001", "is too large"),
+    ("P(rel=99999999999999999999)@10", "rel in .* must be a whole number from 1 to 1000"),
+    ("RBP(p=0.5,rel=1001)", "rel in .* must be a whole number from 1 to 1000"),
+    ("P(rel=" + "9" * 5000 + ")@5", "must be a whole number from 1 to 1000"),
+])
+def test_cutoffs_and_levels_are_bounded(text, message):
+    with pytest.raises(EvaluationInputError, match=message):
+        parse_measures(text)
+    assert parse_measures("P(rel=1000)@1000000")[0].key == "P(rel=1000)@1000000"

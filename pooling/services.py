@@ -101,6 +101,8 @@ def pool_create(
         strategy, int(depth) if depth is not None else 1, float(p),
         int(budget) if budget is not None else None, budget_scope
     )
+    if name is not None:
+        name = clean_name(name, "pool name", max_chars=Pool._meta.get_field("name").max_length)
     if name is not None and Pool.objects.filter(name=name).exists():
         raise ValueError(f"a pool named {name!r} already exists")
     topic_set = _topic_set_get(topic_set_name)

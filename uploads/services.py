@@ -11,11 +11,12 @@ from __future__ import annotations
 import re
 import shutil
 import tempfile
+import time
 import uuid
 from pathlib import Path
 
 from django.conf import settings
-from django.db import transaction
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, connection, connections, transaction
 from django.utils import timezone
 
 from retrieval import leases
@@ -34,25 +35,28 @@ def safe_filename(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]", "_", Path(name).name) or "upload"
 
 
-def _import(kind: str, path: Path, params: dict, say=None) -> dict:
+def _import(kind: str, path: Path, params: dict, say=None, progress=None) -> dict:
     """Import ``path`` as ``kind``; returns a short summary for the page. ``say(message)``
-    hears the steps of a long import (a collection's indexing)."""
+    hears the steps of a long import (a collection's indexing), ``progress(fraction)`` how
+    much of the file a streaming import has read."""
     if kind == "topics":
         from crowd.services import topics_import
-        from crowd.topicfiles import read_topics
+        from crowd.topicfiles import iter_topics
 
-        r = topics_import(params["topic_set"], read_topics(
+        r = topics_import(params["topic_set"], iter_topics(
             path, params["format"], ids=params.get("ids", "given"),
-            encoding=params.get("encoding", "utf-8")), replace=params.get("replace", False))
+            encoding=params.get("encoding", "utf-8"), progress=progress),
+            replace=params.get("replace", False), merge_rows=params["format"] == "tsv")
         return {"topic_set": params["topic_set"],
                 "message": f"{params['topic_set']}: {r['created']} topic(s) created, "
                            f"{r['replaced']} replaced"}
     if kind == "variants":
         from crowd.services import variants_import
-        from crowd.variantfiles import read_variants
+        from crowd.variantfiles import iter_variants
 
-        r = variants_import(params["topic_set"], read_variants(
-            path, params["format"], encoding=params.get("encoding", "utf-8")),
+        r = variants_import(params["topic_set"], iter_variants(
+            path, params["format"], encoding=params.get("encoding", "utf-8"),
+            progress=progress),
             create_topics=params.get("create_topics", False), replace=params.get("replace", False))
         return {"topic_set": params["topic_set"],
                 "message": f"{params['topic_set']}: {r['variants']} variant(s) imported"}
@@ -82,6 +86,40 @@ def _import(kind: str, path: Path, params: dict, say=None) -> dict:
         return {"collection": collection.name,
                 "message": f"collection {collection.name!r}: {collection.doc_count} documents indexed"}
     raise ValueError(f"unknown upload kind {kind!r}")
+
+
+class _ProgressWriter:
+    """``progress(fraction)`` for an import under a lease: records the fraction on the
+    upload row at most every ``every`` seconds through a database connection of its own,
+    so the progress page sees it while the import's own transaction is still open (the
+    imported rows and the done mark commit together at the end). On SQLite, where a
+    second writer waits for the first, progress is not written until the end."""
+
+    def __init__(self, upload_id: int, holder: str, *, every: float = 1.0):
+        self.upload_id, self.holder, self.every = upload_id, holder, every
+        self._at = 0.0
+        self._conn = None
+
+    def __call__(self, fraction: float) -> None:
+        now = time.monotonic()
+        if now - self._at < self.every or connection.vendor == "sqlite":
+            return
+        self._at = now
+        if self._conn is None:
+            self._conn = connections.create_connection(DEFAULT_DB_ALIAS)
+        try:
+            with self._conn.cursor() as cursor:
+                cursor.execute(
+                    f"UPDATE {Upload._meta.db_table} SET progress = %s "
+                    "WHERE id = %s AND holder = %s",
+                    [round(min(max(fraction, 0.0), 0.99), 4), self.upload_id, self.holder])
+        except DatabaseError:  # progress is a courtesy; the import goes on
+            pass
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
 
 
 def _named_errors(path: Path, fn):
@@ -150,7 +188,12 @@ def upload_run(upload_id: int, *, retry_on: tuple[type[BaseException], ...] = ()
             def say(message: str) -> None:
                 Upload.objects.filter(pk=row.pk, holder=holder).update(note=str(message)[:2000])
 
-            result = _named_errors(path, lambda: _import(row.kind, path, row.params, say))
+            progress = _ProgressWriter(row.pk, holder)
+            try:
+                result = _named_errors(path, lambda: _import(row.kind, path, row.params, say,
+                                                             progress))
+            finally:
+                progress.close()
             Upload.objects.filter(pk=row.pk, holder=holder).update(
                 status=leases.DONE, progress=1.0, result=result, finished=timezone.now(),
                 holder="", lease_expires=None, error="")

@@ -61,7 +61,7 @@ def test_a_topics_file_is_recorded_queued_and_imported(api, django_capture_on_co
     assert (done["status"], done["progress"], done["error"]) == ("done", 1.0, "")
     assert done["result"]["message"] == "fruit: 2 topic(s) created, 0 replaced"
     assert done["finished"] is not None
-    topics = api("plain").get("/api/topic-sets/fruit/topics/").json()["results"]
+    topics = api("staff").get("/api/topic-sets/fruit/topics/").json()["results"]
     assert [t["topic_id"] for t in topics] == ["T1", "T2"]
     listed = staff.get("/api/uploads/?status=done&kind=topics").json()
     assert [u["id"] for u in listed["results"]] == [row.pk]

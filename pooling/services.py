@@ -330,7 +330,8 @@ def qrels_import(path, *, format: str, name: str, topic_set_name: str | None = N
                  id_map: str | None = None, encoding: str = "utf-8",
                  before_commit: Callable[[Qrels], None] | None = None) -> Qrels:
     """Import a TREC qrels file (``adhoc``: topic iter docid rel; ``diversity``: topic
-    subtopic docid rel; ``.gz`` accepted) as qrels ``name``. All or nothing: a malformed
+    subtopic docid rel; ``smart`` and ``cranqrel`` relevance files, stored as ad hoc qrels:
+    see :mod:`pooling.qrelsio`; ``.gz`` accepted) as qrels ``name``. All or nothing: a malformed
     line, a second grade for one judgment or a file in another format raises a
     ``ValueError`` naming the file and line(s) (:func:`pooling.qrelsio.read_qrels`), and
     nothing is stored.
@@ -344,8 +345,11 @@ def qrels_import(path, *, format: str, name: str, topic_set_name: str | None = N
     the last write: a caller commits its own mark with the import, or raises to roll it
     back.
     """
-    if format not in (Qrels.FORMAT_ADHOC, Qrels.FORMAT_DIVERSITY):
-        raise ValueError(f"qrels format must be adhoc or diversity, not {format!r}")
+    if format not in qrelsio.QRELS_FORMATS:
+        raise ValueError(f"qrels format must be one of {', '.join(qrelsio.QRELS_FORMATS)}, "
+                         f"not {format!r}")
+    read_as, format = format, (Qrels.FORMAT_ADHOC if format in qrelsio.ADHOC_FORMATS
+                               else Qrels.FORMAT_DIVERSITY)
     name = clean_name(name, "qrels name", max_chars=Qrels._meta.get_field("name").max_length)
     try:
         path = fileio.require_file(path, error=qrelsio.QrelsFormatError)
@@ -353,7 +357,7 @@ def qrels_import(path, *, format: str, name: str, topic_set_name: str | None = N
         raise ValueError(f"no such qrels file: {exc}") from None
     if Qrels.objects.filter(name=name).exists():
         raise ValueError(f"qrels named {name!r} already exist")
-    rows = qrelsio.read_qrels(path, format, encoding=encoding, id_map=id_map)
+    rows = qrelsio.read_qrels(path, read_as, encoding=encoding, id_map=id_map)
     if topic_set_name is not None:
         _qrels_topics_check(path, rows, topic_set_name, id_map)
     checksum = fileio.file_sha256(path)

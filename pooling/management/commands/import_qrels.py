@@ -7,7 +7,7 @@ from django.core.management.base import BaseCommand, CommandError
 from common import irdatasets
 
 from pooling import services
-from pooling.qrelsio import ID_MAPS
+from pooling.qrelsio import ID_MAPS, QRELS_FORMATS
 
 
 class Command(BaseCommand):
@@ -21,8 +21,11 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("path", nargs="?")
-        parser.add_argument("--format", choices=["adhoc", "diversity"], default=None,
-                            help="needed with PATH; ir_datasets qrels are adhoc")
+        parser.add_argument("--format", choices=QRELS_FORMATS, default=None,
+                            help="needed with PATH: adhoc, diversity, smart ('query docid …', "
+                                 "each listed pair relevant: CACM's qrels.text, CISI/ADI .REL) "
+                                 "or cranqrel (Cranfield's 'query docid code', graded 5 - "
+                                 "code); ir_datasets qrels are adhoc")
         parser.add_argument("--ir-datasets", metavar="ID", dest="irds",
                             help="an ir_datasets dataset id (e.g. cranfield) instead of PATH")
         parser.add_argument("--name", required=True,

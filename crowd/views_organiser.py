@@ -411,7 +411,13 @@ def variants_export(request, pk, fmt):
     return _download(text, f"{ts.name}-variants.{fmt}")
 
 
+#: the media type of a download by its file name's extension
+_MEDIA_TYPES = {"json": "application/json", "csv": "text/csv",
+                "tsv": "text/tab-separated-values"}
+
+
 def _download(text: str, filename: str) -> HttpResponse:
-    response = HttpResponse(text, content_type="text/plain; charset=utf-8")
+    media = _MEDIA_TYPES.get(filename.rsplit(".", 1)[-1], "text/plain")
+    response = HttpResponse(text, content_type=f"{media}; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
     return response

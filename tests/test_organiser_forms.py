@@ -354,3 +354,7 @@ def test_csv_for_spreadsheets_neutralises_formulas_and_tsv_json_keep_the_data(st
         ("+t2", "-minus query"), ("@t3", "=1+1")]
     spread = list(csv.DictReader(io.StringIO(export("csv"))))
     assert [(r["topic"], r["raw"]) for r in spread] == [("'+t2", "'-minus query"), ("'@t3", "'=1+1")]
+    media = {fmt: staff.get(reverse("crowd:organiser_variants_export", args=[ts.pk, fmt]))[
+        "Content-Type"] for fmt in ("json", "csv", "tsv")}
+    assert media == {"json": "application/json; charset=utf-8", "csv": "text/csv; charset=utf-8",
+                     "tsv": "text/tab-separated-values; charset=utf-8"}

@@ -127,13 +127,13 @@ def test_an_upload_taken_over_rolls_its_import_back(settings, tmp_path, monkeypa
         "topics", SimpleUploadedFile("t.tsv", b"id\ttitle\nT1\tfirst\nT2\tsecond\n"),
         {"topic_set": "up", "format": "tsv"})
     taken = []
-    read_topics = topicfiles.read_topics
+    iter_topics = topicfiles.iter_topics
 
     def stalls_then_reads(*args, **kwargs):
         taken.append(_take_over(Upload, upload.pk))
-        return read_topics(*args, **kwargs)
+        return iter_topics(*args, **kwargs)
 
-    monkeypatch.setattr(topicfiles, "read_topics", stalls_then_reads)
+    monkeypatch.setattr(topicfiles, "iter_topics", stalls_then_reads)
     row = services.upload_run(upload.pk)
     _still_held_by_the_second_claim(Upload, upload.pk, taken[0])
     assert row.result is None

@@ -204,12 +204,13 @@ def recall_p_value(seq: Sequence[bool], pool_size: int, target: float) -> float:
 class Estimate:
     """One topic: ``found`` relevant in ``judged`` of ``pool`` documents; relevant documents
     not yet found (point and 1 − 2α interval) and the estimated recall of the pool.
-    Recall is None while nothing relevant has been found."""
+    Recall is None while nothing relevant has been found; the point estimates are None
+    while nothing is judged."""
 
     judged: int
     found: int
     pool: int
-    remaining: float
+    remaining: float | None
     remaining_low: int
     remaining_high: int
     recall: float | None
@@ -217,9 +218,6 @@ class Estimate:
     recall_high: float | None
     window: int  # the judgments the estimate treats as a sample
 
-    @property
-    def total(self) -> float:
-        return self.found + self.remaining
 
 
 def _k_upper(k, M, n, unseen, alpha) -> np.ndarray:
@@ -254,8 +252,8 @@ def estimate(seq: Sequence[bool], pool_size: int, *,
     if unseen == 0:
         one = 1.0 if r else None
         return Estimate(judged, r, pool_size, 0.0, 0, 0, one, one, one, 0)
-    if judged == 0:
-        return Estimate(0, 0, pool_size, 0.0, 0, unseen, None, None, None, 0)
+    if judged == 0:  # no sample: anything from none to every document
+        return Estimate(0, 0, pool_size, None, 0, unseen, None, None, None, 0)
     alpha = 1 - confidence
     n, k = _windows(seq)
     M = n + unseen
@@ -273,20 +271,22 @@ def estimate(seq: Sequence[bool], pool_size: int, *,
 
 
 def combine(estimates: Sequence[Estimate]) -> Estimate | None:
-    """All topics together: counts and point estimates add; the bounds add too, which
-    makes the combined interval wider than 1 − 2α (conservative)."""
+    """All topics together: counts and point estimates add (no point estimate while a
+    topic is unjudged); the bounds add too, which makes the combined interval wider than
+    1 − 2α (conservative)."""
     if not estimates:
         return None
     judged = sum(e.judged for e in estimates)
     r = sum(e.found for e in estimates)
     pool = sum(e.pool for e in estimates)
-    rem = sum(e.remaining for e in estimates)
+    rem = (None if any(e.remaining is None for e in estimates)
+           else sum(e.remaining for e in estimates))
     low = sum(e.remaining_low for e in estimates)
     high = sum(e.remaining_high for e in estimates)
     if r == 0:
         return Estimate(judged, 0, pool, rem, low, high, None, None, None, 0)
-    return Estimate(judged, r, pool, rem, low, high, r / (r + rem), r / (r + high),
-                    r / (r + low), 0)
+    return Estimate(judged, r, pool, rem, low, high,
+                    None if rem is None else r / (r + rem), r / (r + high), r / (r + low), 0)
 
 
 # --- the knee ------------------------------------------------------------------------------------

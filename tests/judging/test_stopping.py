@@ -61,7 +61,10 @@ def test_estimate_by_hand():
     assert (e.recall, e.recall_low, e.recall_high) == pytest.approx((2 / 3, 1 / 2, 1.0))
     # all judged: recall 1 exactly; nothing judged or nothing found: no recall
     assert st.estimate([True, False], 2).recall == 1.0
-    assert st.estimate([], 5).recall is None
+    assert st.estimate([], 5).recall is None and st.estimate([], 5).remaining is None
+    both = st.combine([e, st.estimate([True, False], 2)])
+    assert (both.found, both.remaining, both.remaining_high) == (2, 0.5, 1)
+    assert (both.recall, both.recall_low, both.recall_high) == pytest.approx((0.8, 2 / 3, 1))
     assert st.estimate([False] * 3, 5).recall is None
     with pytest.raises(ValueError, match="3 judgments for a pool of 2"):
         st.estimate([True] * 3, 2)

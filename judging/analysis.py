@@ -107,17 +107,24 @@ def _stop_outcome(rule, seqs: dict[str, list[bool]], stops: dict[str, int | None
                   judged: dict[str, int]) -> dict:
     """The figures of one budget mode: ``judged`` judgments per topic, ``stops`` where the
     rule fired (None: never)."""
-    rows, early, stopped, with_rel = [], 0, 0, 0
+    rows, early, stopped, with_rel, estimated, covered = [], 0, 0, 0, 0, 0
     for t, seq in seqs.items():
         n = judged[t]
         found, rel = sum(seq[:n]), sum(seq)
         fired = stops[t] is not None and stops[t] == n
         stopped += fired
+        est = stopping.estimate(seq[:n], len(seq))
         if rel:
             with_rel += 1
             early += fired and found / rel < rule.target
+            if est.recall_low is not None:
+                estimated += 1
+                covered += est.recall_low <= found / rel <= est.recall_high
         rows.append({"topic": t, "judged": n, "relevant_found": found,
-                     "relevant_in_pool": rel, "stopped": fired})
+                     "relevant_in_pool": rel, "stopped": fired,
+                     "estimate": {k: getattr(est, k) for k in (
+                         "remaining", "remaining_low", "remaining_high", "recall",
+                         "recall_low", "recall_high")}})
     judged_all = sum(judged.values())
     pool_size = sum(len(s) for s in seqs.values())
     found_all = sum(r["relevant_found"] for r in rows)
@@ -127,7 +134,8 @@ def _stop_outcome(rule, seqs: dict[str, list[bool]], stops: dict[str, int | None
             "relevant_found": found_all, "relevant_in_pool": rel_all,
             "recall": found_all / rel_all if rel_all else None,
             "topics": len(seqs), "topics_with_relevant": with_rel,
-            "stopped": stopped, "stopped_before_target": early, "per_topic": rows}
+            "stopped": stopped, "stopped_before_target": early,
+            "estimated": estimated, "interval_covers": covered, "per_topic": rows}
 
 
 def stop_simulation(pool, jset, *, order: str, budget: int, rule: str, every: int = 10
@@ -138,7 +146,10 @@ def stop_simulation(pool, jset, *, order: str, budget: int, rule: str, every: in
     The rule is tried after every ``every`` judgments of a topic (a live task tries it
     after each). Per mode: the judgments and recall (of the relevant documents in the
     pool) where judging stopped, how many topics the rule stopped and how many of them
-    short of the rule's target recall (``stopped_before_target``), and per topic."""
+    short of the rule's target recall (``stopped_before_target``), and per topic with
+    the estimate (:func:`judging.stopping.estimate`) a live task would show there;
+    ``interval_covers`` counts the topics whose true recall lies in that interval, of
+    the ``estimated`` ones (something relevant found)."""
     parsed = stopping.parse_rule(rule)
     if order not in ORDERS:
         raise ValueError(f"order must be one of {', '.join(ORDERS)}, not {order!r}")

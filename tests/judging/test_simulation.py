@@ -8,7 +8,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from judging import priority
+from judging import priority, stopping
 
 pytestmark = pytest.mark.django_db
 
@@ -107,11 +107,21 @@ def test_simulate_judging_reports_where_the_stopping_rule_stops(tmp_path):
             per["relevant_in_pool"]) == (52, 80, 6, 7)
     assert per["recall"] == pytest.approx(6 / 7) and per["pool_share"] == pytest.approx(0.65)
     assert (per["topics"], per["stopped"], per["stopped_before_target"]) == (2, 2, 1)
-    assert per["per_topic"] == [
+    assert [{k: v for k, v in row.items() if k != "estimate"} for row in per["per_topic"]] == [
         {"topic": "1", "judged": 26, "relevant_found": 3, "relevant_in_pool": 4,
          "stopped": True},
         {"topic": "2", "judged": 26, "relevant_found": 3, "relevant_in_pool": 3,
          "stopped": True}]
+    # the estimate a live task shows there (95% bounds): the same for both (three
+    # relevant, then 23 not); 0.6–1.0 holds topic 1's true 0.75 and topic 2's 1.0
+    est = stopping.estimate([True] * 3 + [False] * 23, 40)
+    assert (est.recall_low, est.recall_high) == (0.6, 1.0)
+    for row in per["per_topic"]:
+        assert row["estimate"] == pytest.approx({
+            "remaining": est.remaining, "remaining_low": est.remaining_low,
+            "remaining_high": est.remaining_high, "recall": est.recall,
+            "recall_low": est.recall_low, "recall_high": est.recall_high})
+    assert (per["estimated"], per["interval_covers"]) == (2, 2)
     # a shared budget of 100 is enough to reach both stops; the same outcome
     assert stop["shared"] == per
     # a shared budget of 31: one per topic in turn, 16 and 15; neither stopped

@@ -24,12 +24,14 @@ window by a non-relevant document adds a non-relevant ball to the urn and a draw
 can only lower the p-value.
 
 Inverting the test gives the interval shown to the organiser. For a window, ``K_hi`` is
-the largest ``K`` with ``P(X ≤ k | M, K, n) ≥ α`` and ``K_lo`` the smallest with
-``P(X ≥ k | M, K, n) ≥ α``; the relevant documents not yet found are between
-``K_lo − k`` and ``K_hi − k`` (a 1 − 2α interval), the point estimate is ``k · U / n``
-(the window's rate over the unjudged documents), and estimated recall is
-``r / (r + remaining)``. The window shown is the one with the smallest ``K_hi − k``, so
-``recall_low ≥ τ`` exactly when the recall rule at confidence 1 − α fires.
+the largest ``K`` with ``P(X ≤ k | M, K, n) ≥ α``: at most ``K_hi − k`` relevant
+documents are not yet found, so recall is at least ``r / (r + K_hi − k)`` with
+confidence 1 − α. The window shown is the one with the smallest ``K_hi − k``, so
+``recall_low ≥ τ`` exactly when the recall rule at confidence 1 − α fires. The
+assumption bounds what is left only from above (the unjudged documents may be far poorer
+than the last judged), so the interval is one-sided: ``[recall_low, 1]``. The point
+estimate is the window's rate over the unjudged documents, ``k · U / n`` still unfound,
+recall ``r / (r + k · U / n)``; it leans low for the same reason.
 
 **Knee rule** — Cormack & Grossman (2016), "Engineering quality and reliability in
 technology-assisted review", SIGIR 2016, §4 ("knee method"). After ``s`` judgments with
@@ -152,12 +154,6 @@ def hypergeom_cdf(k, M, K, n) -> np.ndarray:
     return out
 
 
-def hypergeom_sf_at(k, M, K, n) -> np.ndarray:
-    """``P(X ≥ k)`` = 1 − P(X ≤ k − 1)."""
-    k = np.asarray(k, dtype=np.int64)
-    return np.where(k <= 0, 1.0, 1.0 - hypergeom_cdf(k - 1, M, K, n))
-
-
 # --- windows ---------------------------------------------------------------------------------
 
 
@@ -203,7 +199,9 @@ def recall_p_value(seq: Sequence[bool], pool_size: int, target: float) -> float:
 @dataclass(frozen=True)
 class Estimate:
     """One topic: ``found`` relevant in ``judged`` of ``pool`` documents; relevant documents
-    not yet found (point and 1 − 2α interval) and the estimated recall of the pool.
+    not yet found (point, and at most ``remaining_high`` with confidence 1 − α;
+    ``remaining_low`` is 0 but for a topic judged to the end) and the estimated recall of
+    the pool (``recall_high`` is 1 likewise).
     Recall is None while nothing relevant has been found; the point estimates are None
     while nothing is judged."""
 
@@ -231,20 +229,9 @@ def _k_upper(k, M, n, unseen, alpha) -> np.ndarray:
     return lo
 
 
-def _k_lower(k, M, n, unseen, alpha) -> np.ndarray:
-    """Per window, the smallest K in [k, k + U] with P(X ≥ k | M, K, n) ≥ α (the tail
-    grows with K; K = k + U always qualifies)."""
-    lo, hi = k.copy(), k + unseen
-    while (lo < hi).any():
-        mid = (lo + hi) // 2
-        ok = hypergeom_sf_at(k, M, mid, n) >= alpha
-        lo, hi = np.where(ok, lo, mid + 1), np.where(ok, mid, hi)
-    return lo
-
-
 def estimate(seq: Sequence[bool], pool_size: int, *,
              confidence: float = DEFAULT_CONFIDENCE) -> Estimate:
-    """The topic's estimate (module docstring); ``confidence`` is 1 − α of each bound."""
+    """The topic's estimate (module docstring); ``confidence`` is 1 − α of the bound."""
     judged, r = len(seq), int(sum(bool(x) for x in seq))
     unseen = pool_size - judged
     if unseen < 0:
@@ -259,21 +246,19 @@ def estimate(seq: Sequence[bool], pool_size: int, *,
     M = n + unseen
     high = _k_upper(k, M, n, unseen, alpha) - k
     best = int(np.lexsort((-n, high))[0])  # the tightest bound; ties: the longest window
-    nb, kb = n[best:best + 1], k[best:best + 1]
-    low = int(_k_lower(kb, M[best:best + 1], nb, unseen, alpha)[0] - kb[0])
+    nb, kb = int(n[best]), int(k[best])
     rem_high = int(high[best])
-    rem = float(kb[0]) * unseen / float(nb[0])
+    rem = kb * unseen / nb
     if r == 0:
-        return Estimate(judged, 0, pool_size, rem, low, rem_high, None, None, None,
-                        int(nb[0]))
-    return Estimate(judged, r, pool_size, rem, low, rem_high, r / (r + rem),
-                    r / (r + rem_high), r / (r + low), int(nb[0]))
+        return Estimate(judged, 0, pool_size, rem, 0, rem_high, None, None, None, nb)
+    return Estimate(judged, r, pool_size, rem, 0, rem_high, r / (r + rem),
+                    r / (r + rem_high), 1.0, nb)
 
 
 def combine(estimates: Sequence[Estimate]) -> Estimate | None:
     """All topics together: counts and point estimates add (no point estimate while a
-    topic is unjudged); the bounds add too, which makes the combined interval wider than
-    1 − 2α (conservative)."""
+    topic is unjudged); the bounds add too, which makes the combined bound hold with
+    confidence at least 1 − α (conservative)."""
     if not estimates:
         return None
     judged = sum(e.judged for e in estimates)

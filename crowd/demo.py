@@ -29,6 +29,7 @@ from django.urls import reverse
 
 from config.celery_app import app
 from crowd.models import Participant, QueryVariant
+from crowd.naturalsort import natural_key
 from crowd.selectors import topic_set_get
 from crowd.services import studies as study_services
 from crowd.services.topics import topics_import
@@ -37,6 +38,7 @@ from crowd.topicfiles import read_topics
 from evaluation.evaluate_selectors import judgment_set_qrels, stored_runs
 from evaluation.measures import RunSet, evaluate_runs, parse_measures
 from judging import services as judging_services
+from judging.models import TaskTopic
 from pooling import services as pooling_services
 from pooling.models import Pool
 from pooling.qrelsio import read_qrels
@@ -79,7 +81,13 @@ class DemoResult:
     judged: int = 0
     items: int = 0
     evaluation: dict = field(default_factory=dict)  # tag -> {measure: mean}
+    mean_topics: dict = field(default_factory=dict)  # tag -> the topics its means cover
+    judged_topics: list = field(default_factory=list)
     urls: list = field(default_factory=list)
+
+
+def _topics_text(topics: list[str]) -> str:
+    return f"{len(topics)} topic{'s' if len(topics) != 1 else ''}: {', '.join(topics)}"
 
 
 def source_from_dir(path: str | Path) -> DemoSource:
@@ -383,23 +391,35 @@ def demo_run(src: DemoSource, *, name: str = "demo", topics: int = 10, workers: 
         result.task, result.items = task.name, task.items_count
         say(f"      task {task.name}: {task.items_count} documents to judge")
 
-        want = max(1, round(task.items_count * judge_fraction))
-        say(f"[8/{STEPS}] the SIMULATED assessor sim-assessor judges {want} of them from the "
-            "collection's qrels (unjudged there: not relevant)")
-        while result.judged < want:
-            batch = judging_services.batch_lease(task, "sim-assessor")
-            if not batch:
-                break
-            for item in batch:
-                if result.judged >= want:
+        per_topic = dict(TaskTopic.objects.filter(task=task).values_list("topic_id", "size"))
+        quota = {t: max(1, round(n * judge_fraction)) for t, n in per_topic.items() if n}
+        want = sum(quota.values())
+        done = dict.fromkeys(quota, 0)
+        say(f"[8/{STEPS}] the SIMULATED assessor sim-assessor judges {want} of them, "
+            f"{judge_fraction:g} of every topic's documents, from the collection's qrels "
+            "(unjudged there: not relevant)")
+        try:
+            while any(done[t] < quota[t] for t in quota):
+                batch = judging_services.batch_lease(task, "sim-assessor")
+                if not batch:
                     break
-                grade = 1 if topic_qrels.get(item.topic_id, {}).get(item.docid, 0) > 0 else 0
-                judging_services.judgment_submit(
-                    task, "sim-assessor", item.item_id, {i: grade for i in item.intents},
-                    submit_key=f"sim-{item.slot_id}", simulated=True)
-                result.judged += 1
-                if result.judged % 50 == 0 or result.judged == want:
-                    say(f"      {result.judged}/{want} judged")
+                for item in batch:
+                    if done[item.topic_id] >= quota[item.topic_id]:
+                        continue
+                    grade = 1 if topic_qrels.get(item.topic_id, {}).get(item.docid, 0) > 0 else 0
+                    judging_services.judgment_submit(
+                        task, "sim-assessor", item.item_id, {i: grade for i in item.intents},
+                        submit_key=f"sim-{item.slot_id}", simulated=True)
+                    done[item.topic_id] += 1
+                    result.judged += 1
+                    if result.judged % 50 == 0 or result.judged == want:
+                        say(f"      {result.judged}/{want} judged")
+                if any(done[i.topic_id] >= quota[i.topic_id] for i in batch):
+                    # the topic has its share: hand back what is left of it, go on
+                    judging_services.leases_release(task, "sim-assessor", leave_topic=True)
+        finally:
+            judging_services.leases_release(task, "sim-assessor")
+        result.judged_topics = sorted((t for t, n in done.items() if n), key=natural_key)
 
         say(f"[9/{STEPS}] evaluating the system runs ({MEASURES}) on the demo's judgments")
         specs = parse_measures(MEASURES)
@@ -408,7 +428,9 @@ def demo_run(src: DemoSource, *, name: str = "demo", topics: int = 10, workers: 
         scores = evaluate_runs(runset, judged, specs)
         for tag, r in scores.items():
             result.evaluation[tag] = dict(r["mean"])
-            say("      " + tag + ": " + ", ".join(f"{k} {v:.4f}" for k, v in r["mean"].items()))
+            result.mean_topics[tag] = sorted(r["per_topic"], key=natural_key)
+            say("      " + tag + ": " + ", ".join(f"{k} {v:.4f}" for k, v in r["mean"].items())
+                + f" (means over {_topics_text(result.mean_topics[tag])})")
 
     base = base_url.rstrip("/")
     result.urls = [

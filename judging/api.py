@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 
+from django.http import Http404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import generics, mixins, renderers, serializers, status, viewsets
@@ -14,6 +15,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from common.api import lookup, name_field, service_call
+from common.roles import is_staff
 from judging import selectors, services
 from judging.aggregate import AGGREGATES
 from judging.labelfiles import QrelsLine, write_qrels
@@ -57,6 +59,18 @@ class JudgingTaskDetailSerializer(JudgingTaskSerializer):
     @extend_schema_field(ProgressSerializer)
     def get_progress(self, task) -> dict:
         return selectors.task_progress(task)
+
+
+class AssessorTaskSerializer(JudgingTaskSerializer):
+    """A task as its assessor sees it: not who else judges it."""
+
+    class Meta(JudgingTaskSerializer.Meta):
+        fields = [f for f in JudgingTaskSerializer.Meta.fields if f != "assessors"]
+
+
+class AssessorTaskDetailSerializer(JudgingTaskDetailSerializer):
+    class Meta(JudgingTaskDetailSerializer.Meta):
+        fields = [f for f in JudgingTaskDetailSerializer.Meta.fields if f != "assessors"]
 
 
 class JudgingTaskCreateSerializer(serializers.Serializer):
@@ -115,25 +129,48 @@ def task_or_404(name: str) -> JudgingTask:
     return lookup(selectors.task_get, name, "judging task")
 
 
+def assessor_task_or_404(request, name: str) -> JudgingTask:
+    """The task for an organiser; for an assessor only a task that admits them (a 404 that
+    names no other task otherwise)."""
+    if is_staff(request.user):
+        return task_or_404(name)
+    user = request.user.get_username()
+    try:
+        task = selectors.task_get(name)
+    except ValueError:
+        task = None
+    if task is None or not selectors.task_judged_by(task, user):
+        raise Http404(f"no judging task {name!r} that you judge")
+    return task
+
+
 def judgment_set_or_404(name: str) -> JudgmentSet:
     return lookup(selectors.judgment_set_get, name, "judgment set")
 
 
 class JudgingTaskViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
-    """Judging tasks, newest first, by name; a task's detail carries its progress."""
+    """Judging tasks, newest first, by name; a task's detail carries its progress. An
+    assessor sees only the tasks they judge, without the other assessors' names."""
 
     lookup_field = "name"
     lookup_value_regex = "[^/]+"
 
     def get_serializer_class(self):
-        return {"create": JudgingTaskCreateSerializer,
-                "retrieve": JudgingTaskDetailSerializer}.get(self.action, JudgingTaskSerializer)
+        if self.action == "create":
+            return JudgingTaskCreateSerializer
+        # the schema documents the organiser's view (it is generated with a fake view)
+        staff = getattr(self, "swagger_fake_view", False) or is_staff(self.request.user)
+        if self.action == "retrieve":
+            return JudgingTaskDetailSerializer if staff else AssessorTaskDetailSerializer
+        return JudgingTaskSerializer if staff else AssessorTaskSerializer
 
     def get_queryset(self):
-        return selectors.task_list().select_related("collection")
+        if is_staff(self.request.user):
+            return selectors.task_list().select_related("collection")
+        return selectors.task_list_judged_by(self.request.user.get_username())
 
     def get_object(self):
-        return task_or_404(self.kwargs["name"])
+        return assessor_task_or_404(self.request, self.kwargs["name"])
 
     @extend_schema(request=JudgingTaskCreateSerializer, responses={201: JudgingTaskSerializer})
     def create(self, request, *args, **kwargs):
@@ -168,15 +205,26 @@ class JudgmentSetViewSet(viewsets.ReadOnlyModelViewSet):
                      "(default: the labels that count)"),
 ])
 class JudgmentList(generics.ListAPIView):
-    """The labels of a judgment set in the order made: by default the current ones."""
+    """The labels of a judgment set in the order made: by default the current ones. An
+    assessor reads only their own labels, in the set of a task they judge."""
 
     serializer_class = JudgmentSerializer
 
     def get_queryset(self):
-        jset = judgment_set_or_404(self.kwargs["name"])
+        name = self.kwargs["name"]
+        if is_staff(self.request.user):
+            jset = judgment_set_or_404(name)
+            qs = Label.objects.filter(judgment_set=jset)
+        else:
+            user = self.request.user.get_username()
+            task = (JudgingTask.objects.filter(judgment_set__name=name)
+                    .select_related("judgment_set").first())
+            if task is None or not selectors.task_judged_by(task, user):
+                raise Http404(f"no judgment set {name!r} of a task that you judge")
+            qs = Label.objects.filter(judgment_set=task.judgment_set, assessor=user)
         history = _flag(self.request, "history")
         topic = self.request.query_params.get("topic")
-        qs = Label.objects.filter(judgment_set=jset).order_by("id")
+        qs = qs.order_by("id")
         if not history:
             qs = qs.filter(current=True, withdrawn=False)
         return qs.filter(topic_id=topic) if topic else qs

@@ -63,6 +63,20 @@ def task_list(assessor: str | None = None):
     return [t for t in qs if not t.assessors or assessor in t.assessors]
 
 
+def task_judged_by(task: JudgingTask, assessor: str) -> bool:
+    """Whether the account ``assessor`` judges the task on the assessor pages and sees it
+    in the API: the task lists it, or lists no one and is not published to the crowd (a
+    published task is judged by crowd workers only)."""
+    if task.assessors:
+        return assessor in task.assessors
+    return task.study_id is None
+
+
+def task_list_judged_by(assessor: str) -> list[JudgingTask]:
+    """The tasks :func:`task_judged_by` admits ``assessor`` to, newest first."""
+    return [t for t in task_list().select_related("collection") if task_judged_by(t, assessor)]
+
+
 def task_get(name: str) -> JudgingTask:
     try:
         return (JudgingTask.objects.select_related("pool", "judgment_set", "collection")

@@ -437,6 +437,22 @@ def _expire(task: JudgingTask, now: datetime) -> int:
         state=JudgingSlot.FREE, assessor=None, leased_at=None, lease_expires=None)
 
 
+def leases_release(task: JudgingTask, assessor: str, *, leave_topic: bool = False) -> int:
+    """Return the assessor's leased items to the queue now (they stop judging); the number
+    released. With ``leave_topic`` the assessor also leaves the topic they were on, so
+    their next batch comes from a topic they have not finished."""
+    with transaction.atomic():
+        ta = _locked_assessor(task, assessor)
+        n = JudgingSlot.objects.filter(task=task, assessor=assessor,
+                                       state=JudgingSlot.LEASED).update(
+            state=JudgingSlot.FREE, assessor=None, leased_at=None, lease_expires=None)
+        if leave_topic and ta.topic_id:
+            ta.finished_topics = sorted(set(ta.finished_topics) | {ta.topic_id})
+            ta.topic_id = ""
+            ta.save(update_fields=["topic_id", "finished_topics"])
+    return n
+
+
 def _leased_items(task: JudgingTask, where: str, params) -> list[LeasedItem]:
     """The items of the slots ``where`` selects (SQL on slot ``s``) with their topics'
     intents, in the order of the batch; one query."""

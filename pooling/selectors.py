@@ -67,11 +67,20 @@ def pool_list(topic_set_name: str | None = None):
 
 def pool_get(ref) -> Pool:
     """A pool by name, or by id when no pool has that name, with the runs it was built
-    from (two queries)."""
+    from (two queries). ``pool-<id>``, the label the service prints for a pool without a
+    name, finds that pool too."""
+    import re
+
     from django.db.models import Q
 
     ref_s = str(ref)
-    cond = Q(name=ref_s) | Q(pk=int(ref_s)) if ref_s.isdigit() else Q(name=ref_s)
+    label = re.fullmatch(r"pool-(\d{1,18})", ref_s)
+    if ref_s.isdigit() and len(ref_s) <= 18:
+        cond = Q(name=ref_s) | Q(pk=int(ref_s))
+    elif label:
+        cond = Q(name=ref_s) | (Q(pk=int(label.group(1))) & (Q(name__isnull=True) | Q(name="")))
+    else:
+        cond = Q(name=ref_s)
     pools = list(Pool.objects.select_related("topic_set", "collection", "model")
                  .prefetch_related(_pool_runs_prefetch()).filter(cond)[:2])
     pools.sort(key=lambda p: p.name != ref_s)  # a name match wins over an id match

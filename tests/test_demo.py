@@ -2,6 +2,7 @@
 starts on Redis; the stored rows are checked, and its evaluation against pytrec_eval on
 the exported run and qrels."""
 import io
+from collections import Counter
 import re
 from pathlib import Path
 
@@ -10,7 +11,7 @@ from django.core.management import CommandError, call_command
 
 from crowd.models import Participant, QueryVariant, Statement, Study, Topic
 from crowd.simulated import content_words, simulated_query
-from judging.models import JudgingTask, Label
+from judging.models import JudgingSlot, JudgingTask, Label
 from pooling.models import Pool
 from pooling.selectors import pool_docids_by_topic
 from retrieval.models import Run
@@ -106,11 +107,15 @@ def test_demo_end_to_end(broker, shared_data, tmp_path, admin_client):
     for t in topics:
         assert set(docs["combined"][t]) == set(docs["users"][t]) | set(docs["systems"][t])
 
-    # judging: half of the combined pool, graded from CACM's qrels by sim-assessor
+    # judging: half of every topic of the combined pool, graded from CACM's qrels by
+    # sim-assessor, whose leases all end with the demo
     task = JudgingTask.objects.get(name="demo-simulated-judging")
     assert task.items_count == sum(len(d) for d in docs["combined"].values())
     labels = list(Label.objects.filter(judgment_set=task.judgment_set))
-    assert len(labels) == round(task.items_count * 0.5)
+    per_topic = Counter(lb.topic_id for lb in labels)
+    assert per_topic == {t: max(1, round(len(docs["combined"][t]) * 0.5)) for t in topics}
+    assert not JudgingSlot.objects.filter(task=task, state=JudgingSlot.LEASED).exists()
+    assert "(means over 10 topics: 1, 2, 3, 4, 5, 6, 7, 8, 9, 10)" in text
     assert {lb.assessor for lb in labels} == {"sim-assessor"}
     assert all(lb.simulated for lb in labels)  # flagged in the database, not only by name
     qrels_all: dict = {}
@@ -148,3 +153,14 @@ def test_demo_end_to_end(broker, shared_data, tmp_path, admin_client):
     # a second demo under the same name stops before touching anything
     with pytest.raises(CommandError, match="already exists.*--name NEW"):
         call_command("demo", "--from", str(cacm), "--no-worker", stdout=io.StringIO())
+
+
+def test_printed_addresses_follow_port(monkeypatch):
+    from crowd.management.commands.demo import Command
+
+    monkeypatch.setenv("PORT", "9123")
+    options = Command().create_parser("manage.py", "demo").parse_args([])
+    assert options.base_url == "http://127.0.0.1:9123"
+    monkeypatch.delenv("PORT")
+    options = Command().create_parser("manage.py", "demo").parse_args([])
+    assert options.base_url == "http://127.0.0.1:8000"

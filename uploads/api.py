@@ -21,7 +21,7 @@ from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
-from common.api import StaffOnly, StrictMultiPartParser, name_field, service_call
+from common.api import StrictMultiPartParser, name_field, service_call
 from common.fileio import clean_name
 from crowd.selectors import topic_set_get
 from crowd.topicfiles import TOPIC_FORMATS
@@ -166,7 +166,6 @@ class UploadViewSet(viewsets.ReadOnlyModelViewSet):
     """Files posted for import, newest first (organisers only). Each kind has its own
     address to post to; an upload is imported all or nothing by a worker."""
 
-    permission_classes = [StaffOnly]
     serializer_class = UploadSerializer
     parser_classes = [StrictMultiPartParser]
     lookup_value_regex = "[^/]+"

@@ -51,6 +51,12 @@ MEASURES = {
 
 BLOCK = 1 << 20  # ranked entries evaluated together
 
+#: The deepest cutoff a measure may ask for (``P@1000000`` is the largest run depth anyone
+#: stores; a longer number is a mistake, not a measure).
+MAX_CUTOFF = 1_000_000
+#: The highest grade ``rel=`` may name.
+MAX_REL = 1_000
+
 _NAME = re.compile(r"^(?P<name>[A-Za-z][A-Za-z_#-]*?)(?:\((?P<params>[^()]*)\))?(?:@(?P<k>\d+))?$")
 
 
@@ -109,6 +115,9 @@ def parse_measures(text: str | list[str]) -> list[MeasureSpec]:
             raise EvaluationInputError("--measures", None, f"{name} takes no cutoff (got {word!r})")
         if k is not None and int(k) < 1:
             raise EvaluationInputError("--measures", None, f"cutoff of {word!r} must be at least 1")
+        if k is not None and (len(k) > 7 or int(k) > MAX_CUTOFF):
+            raise EvaluationInputError("--measures", None,
+                                       f"cutoff of {word[:40]!r} is too large (at most {MAX_CUTOFF})")
         kw = {}
         for part in filter(None, (s.strip() for s in (m.group("params") or "").split(","))):
             key, _, value = part.partition("=")
@@ -117,15 +126,15 @@ def parse_measures(text: str | list[str]) -> list[MeasureSpec]:
                 raise EvaluationInputError("--measures", None, f"{name} has no parameter {key!r} (in {word!r})")
             try:
                 if key == "rel":
-                    kw["rel"] = int(value)
-                    if kw["rel"] < 1:
+                    kw["rel"] = int(value) if len(value.strip()) <= 7 else 0
+                    if not 1 <= kw["rel"] <= MAX_REL:
                         raise ValueError
                 else:
                     kw["p"] = float(value)
                     if not 0.0 < kw["p"] < 1.0:
                         raise ValueError
             except ValueError:
-                want = "a whole number ≥ 1" if key == "rel" else "a number strictly between 0 and 1"
+                want = f"a whole number from 1 to {MAX_REL}" if key == "rel" else "a number strictly between 0 and 1"
                 raise EvaluationInputError("--measures", None, f"{key} in {word!r} must be {want}") from None
         if name == "RBP" and "rel" in kw:
             kw["binary"] = True

@@ -60,6 +60,21 @@ def test_batches_follow_pool_order_one_topic_at_a_time_and_k(small_pool):
     assert docs(services.batch_lease(t, "e")) == [("1", d) for d in order1[2:4]]
 
 
+def test_leases_release_hands_items_back_and_can_leave_the_topic(small_pool):
+    t = task(small_pool, redundancy=1)
+    order1, order2 = pool_order(small_pool, "1"), pool_order(small_pool, "2")
+    assert docs(services.batch_lease(t, "a")) == [("1", d) for d in order1[:2]]
+    assert services.leases_release(t, "a") == 2
+    assert selectors.task_progress(t)["total"]["leased"] == 0
+    # still on topic 1: the same items again
+    assert docs(services.batch_lease(t, "a")) == [("1", d) for d in order1[:2]]
+    assert services.leases_release(t, "a", leave_topic=True) == 2
+    # left topic 1: the next batch comes from topic 2, and b gets topic 1's first items
+    assert docs(services.batch_lease(t, "a")) == [("2", d) for d in order2[:2]]
+    assert docs(services.batch_lease(t, "b")) == [("1", d) for d in order1[:2]]
+    assert services.leases_release(t, "nobody") == 0
+
+
 def test_submit_double_submit_revision_and_undo(small_pool):
     t = task(small_pool, redundancy=1)
     first = services.batch_lease(t, "a")[0]

@@ -5,6 +5,8 @@ so any tie broken by vocabulary id instead of by docid string shows up as a fail
 """
 from __future__ import annotations
 
+from io import StringIO
+
 import numpy as np
 import pytest
 
@@ -198,6 +200,12 @@ def test_invalid_parameters_are_refused_before_anything_is_stored(rankings_db):
         (dict(sources="users", depth=10, strategy="rbp", p=1.0), "persistence"),
         (dict(sources="users", depth=10, topic_set_name="nope"), "no topic set"),
         (dict(sources="users", depth=10, model_name="nope"), "no retrieval model"),
+        (dict(sources="users", depth=10, name="evil\u202etxt.exe"), r"pool name .* \(U\+202E\)"),
+        (dict(sources="users", depth=10, name="../../etc"), "must not be '.' or '..' nor contain"),
+        (dict(sources="users", depth=10, name=".."), "must not be '.' or '..'"),
+        (dict(sources="users", depth=10, name="a b"), "contains a space"),
+        (dict(sources="users", depth=10**20), "depth must be between 1 and 10000"),
+        (dict(sources="users", depth=10, budget=10**20), "budget must be an integer from 1"),
     ]:
         with pytest.raises(ValueError, match=message):
             services.pool_create(**{"topic_set_name": "ts", **kwargs})
@@ -278,3 +286,23 @@ def test_stored_pool_equals_the_pool_of_rankings_remapped_first(rankings_db, mon
             for f in ("weights", "min_rank", "users", "systems"):
                 assert getattr(got[t], f).tobytes() == getattr(tp, f).astype(
                     getattr(got[t], f).dtype).tobytes(), (large_ids, t, f)
+
+
+@pytest.mark.django_db
+def test_pool_found_by_the_label_the_service_prints(rankings_db, tmp_path):
+    """An unnamed pool prints as pool-<id>; that label finds it (export_pool pool-2), a
+    named pool keeps its name, and an unknown label names itself in the error."""
+    from django.core.management import CommandError, call_command
+
+    pool = build(sources="users", depth=2)
+    assert pool.label == f"pool-{pool.id}"
+    assert selectors.pool_get(pool.label).id == pool.id
+    out = tmp_path / "p.txt"
+    call_command("export_pool", pool.label, "--out", str(out), stderr=StringIO())
+    assert out.read_text().count("\n") == pool.documents_count
+    with pytest.raises(ValueError, match=r"no pool 'pool-999999'"):
+        selectors.pool_get("pool-999999")
+    with pytest.raises(CommandError, match=r"no pool 'pool-x'"):
+        call_command("export_pool", "pool-x", "--out", str(out))
+    with pytest.raises(ValueError, match=r"no pool '99999999999999999999'"):
+        selectors.pool_get("99999999999999999999")

@@ -1,4 +1,5 @@
 """python manage.py demo [--from PATH] [--name demo] [--no-worker]"""
+import os
 import tempfile
 from pathlib import Path
 
@@ -38,15 +39,18 @@ class Command(BaseCommand):
         parser.add_argument("--depth", type=int, default=100, help="retrieval depth (default 100)")
         parser.add_argument("--pool-depth", type=int, default=10, help="pool depth (default 10)")
         parser.add_argument("--judge-fraction", type=float, default=0.5,
-                            help="share of the judging task the simulated assessor judges "
-                                 "(default 0.5)")
+                            help="share of every topic's documents the simulated assessor "
+                                 "judges (default 0.5)")
         parser.add_argument("--seed", type=int, default=42)
         parser.add_argument("--no-worker", action="store_true",
                             help="do not start a Celery worker: one is already running")
         parser.add_argument("--timeout", type=float, default=600,
                             help="seconds to wait for retrieval (default 600)")
-        parser.add_argument("--base-url", default="http://127.0.0.1:8000",
-                            help="where the web server runs, for the printed addresses")
+        parser.add_argument("--base-url",
+                            default=f"http://127.0.0.1:{os.environ.get('PORT') or '8000'}",
+                            help="where the web server runs, for the printed addresses "
+                                 "(default http://127.0.0.1:$PORT, PORT as bin/serve reads it, "
+                                 "else 8000)")
 
     def handle(self, *args, **o):
         worker = None

@@ -2,7 +2,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from crowd.services import ImportRejected, topics_import
-from crowd.topicfiles import TOPIC_FORMATS, ParseError, read_topics
+from crowd.topicfiles import TOPIC_FORMATS, ParseError, iter_topics
 
 
 class Command(BaseCommand):
@@ -37,8 +37,8 @@ class Command(BaseCommand):
 
     def handle(self, *args, path, fmt, topic_set, encoding, ids, replace, **options):
         try:
-            records = read_topics(path, fmt, ids=ids, encoding=encoding)
-            result = topics_import(topic_set, records, replace=replace)
+            records = iter_topics(path, fmt, ids=ids, encoding=encoding)
+            result = topics_import(topic_set, records, replace=replace, merge_rows=fmt == "tsv")
         except (ParseError, ImportRejected) as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write(

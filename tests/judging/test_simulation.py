@@ -71,6 +71,15 @@ def test_simulated_orders_on_web2011(shared_data):
              for o in ("pool", "mtf", "bandit", "bandit-ns")}
     assert at100 == {"pool": 2260, "mtf": 2587, "bandit": 2506, "bandit-ns": 2634}
 
+    # the stopping rules of the README's table, pool order, unlimited budget
+    stop = simulate("pool", total, "--stop", "recall:0.9:0.95")["stop"]
+    assert stop["shared"] == stop["per_topic"]
+    got = stop["per_topic"]
+    assert (got["judged"], got["relevant_found"], got["relevant_in_pool"], got["stopped"],
+            got["stopped_before_target"]) == (14350, 4333, 4556, 50, 2)
+    knee = simulate("pool", total, "--stop", "knee")["stop"]["per_topic"]
+    assert (knee["judged"], knee["stopped"]) == (total, 0)
+
 
 def test_order_items_feeds_judgments_back():
     known: dict[int, bool] = {}

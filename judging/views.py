@@ -384,7 +384,6 @@ def manage_stop(request, name):
     return redirect("judging:manage_task", name=name)
 
 
-@staff_required
 @require_POST
 def manage_resume(request, name):
     """Go on judging a topic the stopping rule stopped."""
@@ -397,7 +396,6 @@ def manage_resume(request, name):
     return redirect("judging:manage_task", name=name)
 
 
-@staff_required
 @require_POST
 def manage_collection(request, name):
     task = _task_or_404(name)

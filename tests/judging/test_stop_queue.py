@@ -106,3 +106,15 @@ def test_task_page_shows_the_estimate_and_resumes(pool, admin_client):
     assert selectors.task_get("t").stop_rule == "knee"
     bad = admin_client.post("/judging/manage/t/stop/", {"rule": "recall:2"})
     assert bad.status_code == 400 and "target must be between 0 and 1" in bad.content.decode()
+
+
+def test_only_organisers_set_the_rule_or_resume(pool, client, django_user_model):
+    task = services.judging_task_create(pool=pool, name="t", mode="topic", batch=1,
+                                        stop_rule="knee")
+    client.force_login(django_user_model.objects.create_user("alice", password="pw"))
+    for url, data in (("/judging/manage/t/stop/", {"rule": ""}),
+                      ("/judging/manage/t/resume/", {"topic": "1"})):
+        got = client.post(url, data)
+        assert got.status_code == 302 and got["Location"].startswith("/accounts/login/")
+    assert selectors.task_get("t").stop_rule == "knee"
+    assert not TaskTopic.objects.filter(task=task, resumed=True).exists()

@@ -34,7 +34,7 @@ estimate is the window's rate over the unjudged documents, ``k · U / n`` still 
 recall ``r / (r + k · U / n)``; it leans low for the same reason.
 
 **Knee rule** — Cormack & Grossman (2016), "Engineering quality and reliability in
-technology-assisted review", SIGIR 2016, §4 ("knee method"). After ``s`` judgments with
+technology-assisted review", SIGIR 2016 (the "knee method"). After ``s`` judgments with
 ``relret(i)`` relevant in the first ``i``, the knee ``i*`` is the point of the gain curve
 farthest above the line from (0, 0) to (s, relret(s)), i.e. maximising
 ``s · relret(i) − relret(s) · i``; the slope ratio is::

@@ -118,3 +118,34 @@ def test_only_organisers_set_the_rule_or_resume(pool, client, django_user_model)
         assert got.status_code == 302 and got["Location"].startswith("/accounts/login/")
     assert selectors.task_get("t").stop_rule == "knee"
     assert not TaskTopic.objects.filter(task=task, resumed=True).exists()
+
+
+def test_the_api_gives_the_rule_and_the_estimate_to_organisers_only(
+        pool, admin_client, client, django_user_model):
+    got = admin_client.post("/api/judging-tasks/", {"name": "t", "pool": "p", "mode": "topic",
+                                                    "batch": 1, "stop_rule": "recall:0.5:0.6"},
+                            content_type="application/json")
+    assert got.status_code == 201, got.content
+    assert got.json()["stop_rule"] == "recall:0.5:0.6"
+    task = selectors.task_get("t")
+    judge(task, "a", 11, lambda i: i < 3)
+    body = admin_client.get("/api/judging-tasks/t/").json()
+    est = stopping.estimate([True] * 3 + [False] * 8, DOCS)
+    recall = body["recall"]
+    assert recall["rule"] == "recall:0.5:0.6"
+    one = recall["topics"]["1"]
+    assert one["stop_note"] == "recall:0.5:0.6: 3 relevant in 11 of 40 judged"
+    assert one["estimate"] == pytest.approx({
+        "judged": 11, "found": 3, "pool": DOCS, "remaining": est.remaining,
+        "remaining_high": est.remaining_high, "recall": est.recall,
+        "recall_low": est.recall_low})
+    assert recall["topics"]["2"]["estimate"]["recall"] is None
+    assert recall["total"]["found"] == 3 and recall["total"]["recall"] is None
+    bad = admin_client.post("/api/judging-tasks/", {"name": "u", "pool": "p", "mode": "topic",
+                                                    "stop_rule": "often"},
+                            content_type="application/json")
+    assert bad.status_code == 400 and "must be 'recall' or 'knee'" in bad.content.decode()
+    # an assessor of the task sees neither the estimate nor the other assessors
+    client.force_login(django_user_model.objects.create_user("alice", password="pw"))
+    mine = client.get("/api/judging-tasks/t/").json()
+    assert "recall" not in mine and mine["stop_rule"] == "recall:0.5:0.6"

@@ -110,6 +110,8 @@ PAGES: dict[str, str] = {
     "judging:manage_task": STAFF,
     "judging:manage_collection": STAFF,
     "judging:manage_publish": STAFF,
+    "judging:manage_stop": STAFF,
+    "judging:manage_resume": STAFF,
     "judging:manage_export": STAFF,
     "evaluation:index": STAFF,
     "evaluation:analysis_new": STAFF,

@@ -42,8 +42,9 @@ def _topic_stream(order, docs, min_rank, rankings, relevant):
         yield rel
 
 
-def _pool_streams(pool, jset, order: str) -> dict:
-    """``{topic: judging stream}`` (:func:`_topic_stream`) of every topic of the pool."""
+def _pool_streams(pool, jset, order: str, sizes: dict | None = None) -> dict:
+    """``{topic: judging stream}`` (:func:`_topic_stream`) of every topic of the pool.
+    ``sizes``, when given, receives ``{topic: (pooled documents, relevant among them)}``."""
     from pooling.selectors import pool_documents
 
     docs: dict[str, list[str]] = defaultdict(list)
@@ -56,22 +57,39 @@ def _pool_streams(pool, jset, order: str) -> dict:
     rankings = (pool_contributing_rankings(pool) if order in priority.ADAPTIVE_ORDERS
                 else {})
     relevant = relevance_by_topic(jset)
+    if sizes is not None:
+        for t in docs:
+            rel = relevant.get(t, set())
+            sizes[t] = (len(docs[t]), sum(1 for d in docs[t] if d in rel))
     return {t: _topic_stream(order, docs[t], np.asarray(ranks[t]), rankings.get(t, []),
                              relevant.get(t, set())) for t in sorted(docs)}
+
+
+#: shares of the pool's relevant documents ``judgments_for_recall`` reports
+RECALL_SHARES = (0.8, 0.9, 0.95)
 
 
 def judging_simulation(pool, jset, *, order: str, budget: int, per_topic: bool = False,
                        seed: int = 0) -> dict:
     """``{"order", "budget", "per_topic", "seed", "topics", "judged", "relevant_found",
-    "curve": [[judged, relevant_found], …]}``, one curve point per judgment."""
+    "pool_size", "relevant_in_pool", "judgments_for_recall", "curve": [[judged,
+    relevant_found], …]}``, one curve point per judgment.
+
+    ``judgments_for_recall`` maps each share in :data:`RECALL_SHARES` (as ``"0.8"``…) to
+    the smallest number of judgments at which that share of the pool's relevant documents
+    was found within the budget, else None. With a shared budget that is a point of the
+    curve; with ``per_topic`` it is the judgments of the smallest per-topic budget that
+    finds the share (every topic judged up to that many documents)."""
     if order not in ORDERS:
         raise ValueError(f"order must be one of {', '.join(ORDERS)}, not {order!r}")
     if budget < 1:
         raise ValueError("budget must be at least 1")
-    streams = _pool_streams(pool, jset, order)
+    sizes: dict[str, tuple[int, int]] = {}
+    streams = _pool_streams(pool, jset, order, sizes)
     topics = sorted(streams)
     judged = found = 0
     curve = []
+    per: dict[str, list[int]] = {t: [] for t in topics}  # relevant found after each judgment
 
     def step(t) -> bool:
         nonlocal judged, found
@@ -81,6 +99,7 @@ def judging_simulation(pool, jset, *, order: str, budget: int, per_topic: bool =
         judged += 1
         found += int(rel)
         curve.append([judged, found])
+        per[t].append((per[t][-1] if per[t] else 0) + int(rel))
         return True
 
     if per_topic:
@@ -96,8 +115,37 @@ def judging_simulation(pool, jset, *, order: str, budget: int, per_topic: bool =
                     break
                 if not step(t):
                     live.remove(t)
+    relevant = sum(r for _, r in sizes.values())
     return {"order": order, "budget": budget, "per_topic": per_topic, "seed": seed,
-            "topics": len(topics), "judged": judged, "relevant_found": found, "curve": curve}
+            "topics": len(topics), "judged": judged, "relevant_found": found,
+            "pool_size": sum(n for n, _ in sizes.values()), "relevant_in_pool": relevant,
+            "judgments_for_recall": (_per_topic_for_recall(per, relevant) if per_topic
+                                     else _shared_for_recall(curve, relevant)),
+            "curve": curve}
+
+
+def _shared_for_recall(curve: list[list[int]], relevant: int) -> dict:
+    out = {}
+    for share in RECALL_SHARES:
+        out[f"{share:g}"] = next((j for j, f in curve if relevant and f >= share * relevant),
+                                 None)
+    return out
+
+
+def _per_topic_for_recall(per: dict[str, list[int]], relevant: int) -> dict:
+    """Judgments of the smallest per-topic budget b whose found documents, summed over the
+    topics (each judged min(b, its length) documents), reach each share."""
+    out = dict.fromkeys((f"{s:g}" for s in RECALL_SHARES))
+    longest = max((len(f) for f in per.values()), default=0)
+    for b in range(1, longest + 1):
+        found = sum(f[min(b, len(f)) - 1] for f in per.values() if f)
+        for share in RECALL_SHARES:
+            key = f"{share:g}"
+            if out[key] is None and relevant and found >= share * relevant:
+                out[key] = sum(min(b, len(f)) for f in per.values())
+        if all(v is not None for v in out.values()):
+            break
+    return out
 
 
 # --- knowing when to stop ---------------------------------------------------------------------

@@ -47,7 +47,8 @@ def test_simulated_orders_on_web2011(shared_data):
 
     # pool order, per topic: the relevant documents among each topic's first 50, by hand
     res = simulate("pool", 50, "--per-topic")
-    assert set(res) == {"order", "budget", "judged", "relevant_found", "curve"}
+    assert set(res) == {"order", "budget", "per_topic", "judged", "relevant_found", "pool_size",
+                        "relevant_in_pool", "judgments_for_recall", "curve"}
     assert res["judged"] == sum(min(50, len(d)) for d in docs.values())
     assert res["relevant_found"] == sum(len(set(d[:50]) & rel.get(t, set()))
                                         for t, d in docs.items())
@@ -57,9 +58,24 @@ def test_simulated_orders_on_web2011(shared_data):
     # the whole pool finds every relevant pooled document whatever the order
     everything = sum(len(set(d) & rel.get(t, set())) for t, d in docs.items())
     total = sum(len(d) for d in docs.values())
+    for_recall = {}
     for order in ("pool", "mtf", "bandit", "bandit-ns", "depth"):
         r = simulate(order, total + 5)
         assert (r["judged"], r["relevant_found"]) == (total, everything)
+        assert (r["pool_size"], r["relevant_in_pool"]) == (total, everything)
+        curve = r["curve"]
+        for share, n in r["judgments_for_recall"].items():  # the first curve point there
+            assert curve[n - 1][1] >= float(share) * everything > curve[n - 2][1]
+        for_recall[order] = r["judgments_for_recall"]
+    # the README's table: judgments to find 80/90/95% of the pool's relevant documents
+    assert for_recall == {
+        "pool": {"0.8": 10180, "0.9": 12593, "0.95": 13885},
+        "mtf": {"0.8": 9142, "0.9": 11680, "0.95": 13447},
+        "bandit": {"0.8": 8387, "0.9": 11080, "0.95": 13114},
+        "bandit-ns": {"0.8": 8449, "0.9": 11025, "0.95": 13114},
+        "depth": {"0.8": 10180, "0.9": 12593, "0.95": 13885}}
+    assert simulate("bandit-ns", total, "--per-topic")["judgments_for_recall"] == {
+        "0.8": 8450, "0.9": 11050, "0.95": 13131}
 
     # adaptive orders beat the pool order early on this data (values pinned from the run
     # reported in the README; they depend only on the data and the policies)
@@ -148,3 +164,34 @@ def test_simulate_judging_reports_where_the_stopping_rule_stops(tmp_path):
     assert (knee["judged"], knee["stopped"], knee["recall"]) == (80, 0, 1.0)
     with pytest.raises(CommandError, match="must be 'recall' or 'knee'"):
         simulate("pool", 100, "--stop", "never")
+
+
+def test_simulate_judging_reports_judgments_for_recall(tmp_path):
+    """Pool order over 40 documents a topic; topic 1 relevant at positions 1-3 and 30,
+    topic 2 at 1-3 (7 relevant). Shared budget, one per topic in turn: the 6th judgment
+    finds the 6th relevant (0.8 of 7 needs 5.6), the 59th (topic 1's 30th) the 7th. Per
+    topic: a budget of 3 each finds 6 in 6 judgments, 30 each finds 7 in 60."""
+    from pooling.selectors import pool_docids_by_topic
+
+    from .conftest import make_pool
+
+    pool = make_pool(tmp_path, docs=40, name="w")
+    docs = pool_docids_by_topic(pool)
+    rel = {"1": docs["1"][:3] + [docs["1"][29]], "2": docs["2"][:3]}
+    qrels = tmp_path / "q.txt"
+    qrels.write_text("".join(f"{t} 0 {d} {int(d in rel[t])}\n"
+                             for t in ("1", "2") for d in docs[t]))
+    call_command("import_judgments", str(qrels), "--format", "adhoc", "--name", "web2011")
+    shared = simulate("pool", 100)
+    assert (shared["pool_size"], shared["relevant_in_pool"]) == (80, 7)
+    assert shared["judgments_for_recall"] == {"0.8": 6, "0.9": 59, "0.95": 59}
+    assert shared["curve"][58] == [59, 7]
+    per = simulate("pool", 100, "--per-topic")
+    assert per["judgments_for_recall"] == {"0.8": 6, "0.9": 60, "0.95": 60}
+    short = simulate("pool", 20)  # never reaches 0.9 within 20 judgments
+    assert short["judgments_for_recall"] == {"0.8": 6, "0.9": None, "0.95": None}
+    text = StringIO()
+    call_command("simulate_judging", "--pool", "w", "--qrels", "web2011", "--order", "pool",
+                 "--budget", "20", stdout=text)
+    assert "80% of the relevant: 6 judgments (7.5% of the pool)" in text.getvalue()
+    assert "90% of the relevant: not within the budget" in text.getvalue()

@@ -44,14 +44,20 @@ class Command(BaseCommand):
         except ValueError as exc:
             raise CommandError(str(exc)) from None
         if o["json"]:
-            out = {k: result[k] for k in ("order", "budget", "judged", "relevant_found",
-                                          "curve")}
+            out = {k: result[k] for k in ("order", "budget", "per_topic", "judged",
+                                          "relevant_found", "pool_size", "relevant_in_pool",
+                                          "judgments_for_recall", "curve")}
             if stop is not None:
                 out["stop"] = stop
             self.stdout.write(json.dumps(out))
         else:
             self.stdout.write(f"{result['order']}: {result['relevant_found']} relevant in "
-                              f"{result['judged']} judgments")
+                              f"{result['judged']} judgments (pool {result['pool_size']}, "
+                              f"{result['relevant_in_pool']} relevant)")
+            for share, n in result["judgments_for_recall"].items():
+                reached = ("not within the budget" if n is None else
+                           f"{n} judgments ({n / result['pool_size']:.1%} of the pool)")
+                self.stdout.write(f"  {float(share):.0%} of the relevant: {reached}")
             if stop is not None:
                 for mode in ("shared", "per_topic"):
                     m = stop[mode]

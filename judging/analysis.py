@@ -32,19 +32,24 @@ from .selectors import (
 ORDERS = ("pool", "mtf", "bandit", "bandit-ns", "depth")
 
 
-def _topic_stream(order, docs, min_rank, rankings, relevant):
-    """Judge a topic's documents in ``order``: yields True/False (relevant) per judgment."""
+def _topic_stream(order, docs, min_rank, rankings, relevant, log=None):
+    """Judge a topic's documents in ``order``: yields True/False (relevant) per judgment;
+    ``log``, when given, receives each judged docid."""
     known: dict[int, bool] = {}
     for item in priority.order_items(order, n_items=len(docs), rankings=rankings,
                                      min_rank=min_rank, known=known):
         rel = docs[item] in relevant
         known[item] = rel
+        if log is not None:
+            log.append(docs[item])
         yield rel
 
 
-def _pool_streams(pool, jset, order: str, sizes: dict | None = None) -> dict:
+def _pool_streams(pool, jset, order: str, sizes: dict | None = None,
+                  logs: dict | None = None) -> dict:
     """``{topic: judging stream}`` (:func:`_topic_stream`) of every topic of the pool.
-    ``sizes``, when given, receives ``{topic: (pooled documents, relevant among them)}``."""
+    ``sizes``, when given, receives ``{topic: (pooled documents, relevant among them)}``;
+    ``logs`` ``{topic: [judged docids in order]}`` as the streams are read."""
     from pooling.selectors import pool_documents
 
     docs: dict[str, list[str]] = defaultdict(list)
@@ -61,8 +66,11 @@ def _pool_streams(pool, jset, order: str, sizes: dict | None = None) -> dict:
         for t in docs:
             rel = relevant.get(t, set())
             sizes[t] = (len(docs[t]), sum(1 for d in docs[t] if d in rel))
+    if logs is not None:
+        logs.update({t: [] for t in docs})
     return {t: _topic_stream(order, docs[t], np.asarray(ranks[t]), rankings.get(t, []),
-                             relevant.get(t, set())) for t in sorted(docs)}
+                             relevant.get(t, set()), None if logs is None else logs[t])
+            for t in sorted(docs)}
 
 
 #: shares of the pool's relevant documents ``judgments_for_recall`` reports
@@ -70,7 +78,7 @@ RECALL_SHARES = (0.8, 0.9, 0.95)
 
 
 def judging_simulation(pool, jset, *, order: str, budget: int, per_topic: bool = False,
-                       seed: int = 0) -> dict:
+                       seed: int = 0, judged_log: list | None = None) -> dict:
     """``{"order", "budget", "per_topic", "seed", "topics", "judged", "relevant_found",
     "pool_size", "relevant_in_pool", "judgments_for_recall", "curve": [[judged,
     relevant_found], …]}``, one curve point per judgment.
@@ -79,13 +87,17 @@ def judging_simulation(pool, jset, *, order: str, budget: int, per_topic: bool =
     the smallest number of judgments at which that share of the pool's relevant documents
     was found within the budget, else None. With a shared budget that is a point of the
     curve; with ``per_topic`` it is the judgments of the smallest per-topic budget that
-    finds the share (every topic judged up to that many documents)."""
+    finds the share (every topic judged up to that many documents).
+
+    ``judged_log``, when given, receives ``(topic, docid, relevant)`` for every judgment
+    in the order of the curve."""
     if order not in ORDERS:
         raise ValueError(f"order must be one of {', '.join(ORDERS)}, not {order!r}")
     if budget < 1:
         raise ValueError("budget must be at least 1")
     sizes: dict[str, tuple[int, int]] = {}
-    streams = _pool_streams(pool, jset, order, sizes)
+    logs: dict[str, list[str]] = {}
+    streams = _pool_streams(pool, jset, order, sizes, logs)
     topics = sorted(streams)
     judged = found = 0
     curve = []
@@ -100,6 +112,8 @@ def judging_simulation(pool, jset, *, order: str, budget: int, per_topic: bool =
         found += int(rel)
         curve.append([judged, found])
         per[t].append((per[t][-1] if per[t] else 0) + int(rel))
+        if judged_log is not None:
+            judged_log.append((t, logs[t][-1], rel))
         return True
 
     if per_topic:

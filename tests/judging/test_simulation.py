@@ -76,6 +76,14 @@ def test_simulated_orders_on_web2011(shared_data):
         "depth": {"0.8": 10180, "0.9": 12593, "0.95": 13885}}
     assert simulate("bandit-ns", total, "--per-topic")["judgments_for_recall"] == {
         "0.8": 8450, "0.9": 11050, "0.95": 13131}
+    # judged enough to rank the six systems (README): MAP's tau_b with the full judgments
+    # reaches 1 at 5% of the pool in pool order, 20% with mtf, 40% with bandit-ns
+    taus = {o: [(r["judged"], round(r["AP"]["tau_b"], 3)) for r in simulate(o, total, "--tau")["tau"]]
+            for o in ("pool", "mtf", "bandit-ns")}
+    assert taus["pool"][:4] == [(161, 0.867), (321, 0.867), (803, 1.0), (1606, 1.0)]
+    assert taus["mtf"][:5] == [(161, 0.733), (321, 0.867), (803, 0.867), (1606, 0.867), (3212, 1.0)]
+    assert [t for t in taus["bandit-ns"] if t[1] < 1] == [
+        (161, 0.733), (321, 0.733), (803, 0.867), (1606, 0.867), (3212, 0.867), (4818, 0.867)]
 
     # adaptive orders beat the pool order early on this data (values pinned from the run
     # reported in the README; they depend only on the data and the policies)
@@ -195,3 +203,57 @@ def test_simulate_judging_reports_judgments_for_recall(tmp_path):
                  "--budget", "20", stdout=text)
     assert "80% of the relevant: 6 judgments (7.5% of the pool)" in text.getvalue()
     assert "90% of the relevant: not within the budget" in text.getvalue()
+
+
+def test_simulate_judging_tau_curve(tmp_path):
+    """--tau: three systems over the pool; at each checkpoint the means of AP and nDCG@20
+    under the judgments so far, compared with the full judgment set's ordering. Once the
+    whole pool is judged (and every relevant document is pooled) the orderings agree."""
+    from evaluation import measures
+    from evaluation.evaluate_selectors import stored_runs
+    from evaluation.ranking import correlations
+    from pooling.selectors import pool_docids_by_topic
+
+    from .conftest import make_pool
+
+    from crowd.models import Topic, TopicSet
+
+    ts = TopicSet.objects.create(name="ts")
+    for t in ("1", "2"):
+        Topic.objects.create(topic_set=ts, topic_id=t, title=f"topic {t}")
+    r3 = tmp_path / "r3.run"  # d3 d1 d5 d2 d6 d4 for both topics
+    r3.write_text("".join(f"{t} Q0 t{t}d{d} {r} {100 - r} r3\n"
+                          for t in ("1", "2") for r, d in enumerate((3, 1, 5, 2, 6, 4), 1)))
+    call_command("import_run", str(r3), "--topic-set", "ts", "--tag", "r3")
+    pool = make_pool(tmp_path, docs=6, name="w")
+    docs = pool_docids_by_topic(pool)
+    rel = {"1": {"t1d3", "t1d6"}, "2": {"t2d1", "t2d5"}}
+    qrels = tmp_path / "q.txt"
+    qrels.write_text("".join(f"{t} 0 {d} {int(d in rel[t])}\n" for t in docs for d in docs[t]))
+    call_command("import_judgments", str(qrels), "--format", "adhoc", "--name", "web2011")
+    res = simulate("pool", 100, "--tau")
+    tau = res["tau"]
+    assert [row["judged"] for row in tau] == sorted({max(1, round(s * 12)) for s in (
+        0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)})
+    assert tau[-1]["AP"] == {"tau_b": 1.0, "tau_ap": 1.0}
+    assert tau[-1]["nDCG@20"]["tau_b"] == 1.0
+    # a checkpoint by hand: the first 4 judgments of the shared budget (topic 1, 2, 1, 2)
+    runs = stored_runs(topic_set="ts", tags=["r1", "r2", "r3"])
+    runset = measures.RunSet.from_rankings(runs)
+    spec = measures.parse_measures("AP")
+    first = {"1": {docs["1"][0]: int(docs["1"][0] in rel["1"]), docs["1"][1]: int(docs["1"][1] in rel["1"])},
+             "2": {docs["2"][0]: int(docs["2"][0] in rel["2"]), docs["2"][1]: int(docs["2"][1] in rel["2"])}}
+    full = {t: {d: 1 for d in rel[t]} for t in rel}
+
+    def means(q):
+        r = measures.evaluate_runs(runset, measures.Qrels("adhoc", q), spec, complete=True)
+        return {tag: v["mean"]["AP"] for tag, v in r.items()}
+
+    want = correlations(means(full), means(first))
+    row = next(r for r in tau if r["judged"] == 4)
+    assert row["AP"] == {"tau_b": want["tau_b"], "tau_ap": want["tau_ap"]}
+    from pooling.models import PoolRun
+
+    PoolRun.objects.filter(pool=pool).exclude(run__tag="r1").delete()
+    with pytest.raises(CommandError, match="built from 1 system run.*two or more systems"):
+        simulate("pool", 100, "--tau")

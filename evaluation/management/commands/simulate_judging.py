@@ -1,11 +1,17 @@
 """python manage.py simulate_judging --pool P --qrels N --order O --budget B [--per-topic]
-[--stop RULE]"""
+[--stop RULE] [--tau]
+
+It lives in evaluation because --tau scores the pool's systems (evaluation may use
+judging; judging may not use evaluation)."""
 import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from evaluation.evaluate_selectors import stored_runs
+from evaluation.judged_enough import MEASURES, tau_curve
+from evaluation.measures import EvaluationInputError
 from judging.analysis import ORDERS, judging_simulation, stop_simulation
-from judging.selectors import judgment_set_get
+from judging.selectors import judgment_set_get, relevance_by_topic
 from pooling.selectors import pool_get
 
 
@@ -31,17 +37,25 @@ class Command(BaseCommand):
                                  "per-topic budgets: recall:TARGET:CONFIDENCE or knee")
         parser.add_argument("--stop-every", type=int, default=10,
                             help="try the stopping rule after every N judgments of a topic")
+        parser.add_argument("--tau", action="store_true",
+                            help="also compare the system ordering (the pool's system runs; "
+                                 "MAP and nDCG@20, unjudged = non-relevant) under the "
+                                 "judgments so far with the ordering under the full judgment "
+                                 "set: Kendall's tau_b and tau_ap at 1, 2, 5, 10, 20, … 100%% "
+                                 "of the simulated judgments")
 
     def handle(self, *args, **o):
         try:
+            log: list | None = [] if o["tau"] else None
             result = judging_simulation(
                 pool_get(o["pool"]), judgment_set_get(o["qrels"]), order=o["order"],
-                budget=o["budget"], per_topic=o["per_topic"], seed=o["seed"])
+                budget=o["budget"], per_topic=o["per_topic"], seed=o["seed"], judged_log=log)
+            tau = self._tau(o, log) if o["tau"] else None
             stop = (stop_simulation(
                 pool_get(o["pool"]), judgment_set_get(o["qrels"]), order=o["order"],
                 budget=o["budget"], rule=o["stop"], every=o["stop_every"])
                 if o["stop"] else None)
-        except ValueError as exc:
+        except (ValueError, EvaluationInputError) as exc:
             raise CommandError(str(exc)) from None
         if o["json"]:
             out = {k: result[k] for k in ("order", "budget", "per_topic", "judged",
@@ -49,6 +63,8 @@ class Command(BaseCommand):
                                           "judgments_for_recall", "curve")}
             if stop is not None:
                 out["stop"] = stop
+            if tau is not None:
+                out["tau"] = tau
             self.stdout.write(json.dumps(out))
         else:
             self.stdout.write(f"{result['order']}: {result['relevant_found']} relevant in "
@@ -68,3 +84,23 @@ class Command(BaseCommand):
                         f"{m['stopped_before_target']} before recall {stop['target']:g}; "
                         f"{m['judged']} judgments ({m['pool_share']:.1%} of the pool), "
                         f"recall {recall}")
+            if tau is not None:
+                self.stdout.write("tau with the full judgments (tau_b / tau_ap):")
+                for row in tau:
+                    self.stdout.write(f"  {row['judged']} judgments: " + ", ".join(
+                        f"{m} {_num(row[m]['tau_b'])} / {_num(row[m]['tau_ap'])}"
+                        for m in MEASURES))
+
+    @staticmethod
+    def _tau(o, log) -> list[dict]:
+        pool = pool_get(o["pool"])
+        tags = sorted(r.tag for r in pool.runs.all() if r.kind == "system" and r.tag)
+        if len(tags) < 2:
+            raise ValueError(f"pool {pool.label} was built from {len(tags)} system run(s): "
+                             "--tau compares the orderings of two or more systems")
+        runs = stored_runs(topic_set=pool.topic_set.name, tags=tags)
+        return tau_curve(runs, relevance_by_topic(judgment_set_get(o["qrels"])), log)
+
+
+def _num(value) -> str:
+    return "—" if value is None else f"{value:.3f}"

@@ -152,6 +152,12 @@ def _file_name(name: str, what: str) -> str:
     return name
 
 
+def safe_name(name: str) -> str:
+    """``name`` with every character but letters, digits, ``.``, ``_`` and ``-`` as ``_``
+    (no leading dot): a file name on every system."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", name).lstrip(".") or "_"
+
+
 def run_qid(run: dict, query: dict) -> str:
     return f"{query['topic_id']}:{query['label']}" if run["source"] == "variants" \
         else query["topic_id"]
@@ -468,7 +474,7 @@ def write_release(rec: dict, out: str | Path, *, licence: str, title: str | None
     out = Path(out)
     files = release_files(rec, licence=licence, title=title, authors=authors)
     if out.name.endswith(".tar.gz"):
-        data = tar_bytes(files, _file_name(rec["topic_set"], "topic set"))
+        data = tar_bytes(files, safe_name(rec["topic_set"]))
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = out.with_name(out.name + ".part")
         tmp.write_bytes(data)

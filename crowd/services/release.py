@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import re
 import secrets
 from pathlib import Path
 
@@ -55,10 +54,6 @@ def pseudonym_salt() -> bytes:
         return str(stored).encode("utf-8")
     return hmac.new(settings.SECRET_KEY.encode("utf-8"), b"crowd.release.pseudonyms",
                     hashlib.sha256).digest()
-
-
-def _safe(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]", "_", name).lstrip(".") or "_"
 
 
 def _unique(name: str, taken: set[str]) -> str:
@@ -123,7 +118,7 @@ def release_records(topic_set_name: str, *, salt: bytes | None = None) -> dict:
         base = run.tag if run.kind == Run.KIND_SYSTEM and run.tag else "-".join(
             x for x in (run.model.name if run.model_id else "", run.source,
                         run.collection.name if run.collection_id else "", f"d{run.depth}") if x)
-        name = run_names[run.id] = _unique(_safe(base), taken)
+        name = run_names[run.id] = _unique(release.safe_name(base), taken)
         rec["runs"].append({
             "name": name, "kind": run.kind, "source": run.source, "tag": run.tag,
             "depth": run.depth,
@@ -134,7 +129,7 @@ def release_records(topic_set_name: str, *, salt: bytes | None = None) -> dict:
     rec["pools"] = []
     taken = set()
     for n, pool in enumerate(pools, 1):
-        name = _unique(_safe(pool.name) if pool.name else f"pool-{n}", taken)
+        name = _unique(release.safe_name(pool.name) if pool.name else f"pool-{n}", taken)
         pool_runs = sorted(PoolRun.objects.filter(pool=pool).values_list("run_id", flat=True))
         missing = [r for r in pool_runs if r not in run_names]
         if missing:
@@ -195,6 +190,17 @@ def release_export(topic_set_name: str, out: str | Path, *, licence: str,
     release.licence_get(licence)  # refuse an unknown licence before reading anything
     return release.write_release(release_records(topic_set_name), out, licence=licence,
                                  title=title, authors=authors)
+
+
+def release_archive(topic_set_name: str, *, licence: str, title: str | None = None,
+                    authors: list[str] | None = None) -> tuple[str, bytes]:
+    """``(file name, bytes)`` of the topic set's release as a ``.tar.gz`` (the bytes
+    ``export_collection --out NAME.tar.gz`` writes)."""
+    release.licence_get(licence)
+    rec = release_records(topic_set_name)
+    files = release.release_files(rec, licence=licence, title=title, authors=authors)
+    top = release.safe_name(rec["topic_set"])
+    return f"{top}-release.tar.gz", release.tar_bytes(files, top)
 
 
 # --- in -------------------------------------------------------------------------------------

@@ -270,3 +270,79 @@ def test_release_round_trip_is_byte_identical_and_anonymous(cacm_dir, tmp_path, 
     call_command("export_collection", "--topic-set", NAME, "--out", str(archive2),
                  "--licence", "CC-BY-4.0", "--author", "A. Organiser", stdout=io.StringIO())
     assert archive2.read_bytes() == archive.read_bytes()
+
+
+# --- the organiser's page and the API ------------------------------------------------------
+
+
+@pytest.fixture
+def small_project(db):
+    ts = TopicSet.objects.create(name="small set")
+    topics_import("small set", [TopicRecord(topic_id="T1", title="cheap flights",
+                                            statements=("You want a cheap flight.",))])
+    study = study_create(topic_set=ts, name="s", consent_text="Consent: your queries are kept.",
+                         completion_code="SECRETCODE", min_seconds_per_answer=0)
+    p = participant_arrive(study=study, platform=Participant.PLATFORM_MTURK,
+                           worker_id="A2MTURKWORKER9", external_study_id="3HITID0001",
+                           external_session_id="3ASSIGNMENT77")
+    p = participant_consent(participant=p, seed=1)
+    assert response_submit(participant_id=p.pk, position=1, raw="cheap flights to rome",
+                           session_token=p.session_token).accepted
+    return ts
+
+
+def test_release_page_and_api_are_for_staff_and_give_the_command_s_archive(
+        small_project, client, admin_client, django_user_model, tmp_path):
+    from rest_framework.test import APIClient
+
+    url = f"/crowd/topic-sets/{small_project.pk}/release/"
+    api_url = "/api/topic-sets/small set/release/"
+    assert client.get(url).status_code == 302  # to the login page
+    plain = django_user_model.objects.create_user("plain", password="x")
+    client.force_login(plain)
+    assert client.post(url, {"licence": "CC0-1.0"}).status_code == 302
+    api = APIClient()
+    assert api.get(api_url, {"licence": "CC0-1.0"}).status_code in (401, 403)
+    api.force_authenticate(plain)
+    assert api.get(api_url, {"licence": "CC0-1.0"}).status_code == 403
+
+    out = tmp_path / "small.tar.gz"
+    call_command("export_collection", "--topic-set", "small set", "--out", str(out),
+                 "--licence", "CC0-1.0", stdout=io.StringIO())
+    page = admin_client.get(f"/crowd/topic-sets/{small_project.pk}/project/")
+    assert url in page.content.decode()
+    assert "CC-BY-4.0" in admin_client.get(url).content.decode()
+    r = admin_client.post(url, {"licence": "CC0-1.0", "title": "", "authors": ""})
+    assert r.status_code == 200 and r["Content-Type"] == "application/gzip"
+    assert 'filename="small_set-release.tar.gz"' in r["Content-Disposition"]
+    assert r.content == out.read_bytes()
+    assert admin_client.post(url, {"licence": "WTFPL"}).status_code == 400
+
+    api.force_authenticate(django_user_model.objects.get(username="admin"))
+    r = api.get(api_url, {"licence": "CC0-1.0"})
+    assert r.status_code == 200 and r.content == out.read_bytes()
+    assert api.get(api_url).status_code == 400
+    assert "CC0-1.0" in api.get(api_url, {"licence": "nope"}).content.decode()
+    assert api.get("/api/topic-sets/none/release/", {"licence": "CC0-1.0"}).status_code == 404
+
+    with tarfile.open(out) as tar:
+        blob = b"".join(tar.extractfile(m).read() for m in tar.getmembers() if m.isfile())
+    for secret in ("A2MTURKWORKER9", "3HITID0001", "3ASSIGNMENT77", "SECRETCODE",
+                   Study.objects.get().slug, Participant.objects.get().session_token):
+        assert secret.encode() not in blob
+    assert b"Consent: your queries are kept." in blob and b"cheap flights to rome" in blob
+
+
+def test_commands_name_what_is_wrong(small_project, tmp_path):
+    with pytest.raises(CommandError, match="unknown licence 'MIT-0'"):
+        call_command("export_collection", "--topic-set", "small set", "--out",
+                     str(tmp_path / "x"), "--licence", "MIT-0", stdout=io.StringIO())
+    with pytest.raises(CommandError, match="no topic set|does not exist|nope"):
+        call_command("export_collection", "--topic-set", "nope", "--out",
+                     str(tmp_path / "x"), "--licence", "CC0-1.0", stdout=io.StringIO())
+    with pytest.raises(CommandError, match="no such release folder or archive"):
+        call_command("import_collection_bundle", str(tmp_path / "missing"), stdout=io.StringIO())
+    (tmp_path / "bad.tar.gz").write_bytes(b"not gzip")
+    with pytest.raises(CommandError, match="bad.tar.gz: not a readable .tar.gz"):
+        call_command("import_collection_bundle", str(tmp_path / "bad.tar.gz"),
+                     stdout=io.StringIO())

@@ -1,0 +1,40 @@
+"""API: a topic set's release as a ``.tar.gz`` (organisers only)."""
+from django.http import HttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.exceptions import ValidationError
+from rest_framework.views import APIView
+
+from common.api import StaffOnly, lookup
+from crowd import selectors
+from crowd.release import LICENCES, ReleaseError
+from crowd.services.release import release_archive
+
+
+class ReleaseExport(APIView):
+    """The release of a topic set (``export_collection``'s archive): topics, variants with
+    pseudonymous workers, runs, pools, labels, qrels, figures, datasheet, citation,
+    licence and manifest. Staff only."""
+
+    permission_classes = [StaffOnly]
+
+    @extend_schema(parameters=[
+        OpenApiParameter("licence", str, required=True, enum=list(LICENCES),
+                         description="SPDX id of the release's licence"),
+        OpenApiParameter("title", str, description="title (default: the topic set's name)"),
+        OpenApiParameter("author", str, many=True, description="an author; repeat for several"),
+    ], responses={(200, "application/gzip"): OpenApiTypes.BINARY})
+    def get(self, request, name):
+        topic_set = lookup(selectors.topic_set_get, name, "topic set")
+        licence = request.query_params.get("licence", "")
+        if not licence:
+            raise ValidationError({"licence": [f"choose one of {', '.join(LICENCES)}"]})
+        try:
+            filename, data = release_archive(
+                topic_set.name, licence=licence, title=request.query_params.get("title") or None,
+                authors=request.query_params.getlist("author") or None)
+        except (ReleaseError, ValueError) as exc:
+            raise ValidationError({"detail": [str(exc)]}) from None
+        response = HttpResponse(data, content_type="application/gzip")
+        response["Content-Disposition"] = f'attachment; filename="{filename}"'
+        return response

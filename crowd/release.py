@@ -520,14 +520,28 @@ def tar_bytes(files: dict[str, str], top: str) -> bytes:
 # --- reading ---------------------------------------------------------------------------------
 
 
-def _read_jsonl(path: Path) -> list[dict]:
+TOPIC_KEYS = ("topic_id", "title", "description", "narrative", "kind", "statements", "intents")
+VARIANT_KEYS = ("topic_id", "variant_id", "raw", "normalised", "uncorrected", "worker", "count",
+                "estimate", "source")
+QUERY_KEYS = ("qid", "topic_id", "label", "query_text", "weight", "users", "note", "ranked",
+              "empty_reason")
+LABEL_KEYS = ("topic_id", "intent_id", "docid", "assessor", "grade", "cannot_judge", "rationale",
+              "seconds", "revision", "current", "withdrawn", "simulated")
+
+
+def _read_jsonl(path: Path, keys: tuple[str, ...]) -> list[dict]:
+    """The objects of a JSON-lines file, each with every key of ``keys``."""
     rows = []
     with open(path, encoding="utf-8") as f:
         for n, line in enumerate(f, 1):
             try:
-                rows.append(json.loads(line))
+                row = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise ReleaseError(f"{path}:{n}: not JSON ({exc.msg})") from None
+            missing = [k for k in keys if not isinstance(row, dict) or k not in row]
+            if missing:
+                raise ReleaseError(f"{path}:{n}: missing {', '.join(missing)}")
+            rows.append(row)
     return rows
 
 
@@ -619,26 +633,33 @@ def read_release(root: str | Path) -> tuple[dict, dict]:
     if meta.get("format") != FORMAT:
         raise ReleaseError(f"{root / 'release.json'}: format {meta.get('format')!r}, "
                            f"expected {FORMAT!r}")
-    rec = {"topic_set": meta["topic_set"], "studies": meta["studies"],
-           "collections": meta["collections"], "models": meta["models"],
-           "topics": _read_jsonl(root / "topics.jsonl"),
-           "variants": _read_jsonl(root / "variants.jsonl"), "runs": [], "pools": [],
-           "judgment_sets": []}
-    for run in meta["runs"]:
-        run = dict(run)
-        name = _file_name(run["name"], "run")
-        _read_run(root / "runs" / f"{name}.run", run,
-                  _read_jsonl(root / "runs" / f"{name}.queries.jsonl"))
-        rec["runs"].append(run)
-    for pool in meta["pools"]:
-        pool = dict(pool)
-        _read_pool(root / "pools" / f"{_file_name(pool['name'], 'pool')}.tsv", pool)
-        rec["pools"].append(pool)
-    for js in meta["judgment_sets"]:
-        js = {k: v for k, v in js.items() if k not in ("qrels_lines", "not_computed")}
-        js["labels"] = _read_jsonl(root / "judgments" / _file_name(js["name"], "judgment set")
-                                   / "labels.jsonl")
-        rec["judgment_sets"].append(js)
+    try:
+        rec = {"topic_set": meta["topic_set"], "studies": meta["studies"],
+               "collections": meta["collections"], "models": meta["models"],
+               "topics": _read_jsonl(root / "topics.jsonl", TOPIC_KEYS),
+               "variants": _read_jsonl(root / "variants.jsonl", VARIANT_KEYS), "runs": [],
+               "pools": [], "judgment_sets": []}
+        for run in meta["runs"]:
+            run = dict(run)
+            name = _file_name(run["name"], "run")
+            _read_run(root / "runs" / f"{name}.run", run,
+                      _read_jsonl(root / "runs" / f"{name}.queries.jsonl", QUERY_KEYS))
+            rec["runs"].append(run)
+        for pool in meta["pools"]:
+            pool = dict(pool)
+            _read_pool(root / "pools" / f"{_file_name(pool['name'], 'pool')}.tsv", pool)
+            rec["pools"].append(pool)
+        for js in meta["judgment_sets"]:
+            js = {k: v for k, v in js.items() if k not in ("qrels_lines", "not_computed")}
+            js["labels"] = _read_jsonl(
+                root / "judgments" / _file_name(js["name"], "judgment set") / "labels.jsonl",
+                LABEL_KEYS)
+            rec["judgment_sets"].append(js)
+    except KeyError as exc:
+        raise ReleaseError(f"{root / 'release.json'}: missing {exc.args[0]!r}") from None
+    except (TypeError, AttributeError) as exc:
+        raise ReleaseError(f"{root / 'release.json'}: not a release description ({exc})") \
+            from None
     return rec, meta
 
 

@@ -6,6 +6,9 @@ services), small enough to take seconds."""
 import hashlib
 import io
 import json
+import os
+import subprocess
+import sys
 import tarfile
 from pathlib import Path
 
@@ -34,6 +37,17 @@ PROLIFIC = {"worker_id": "5f1e2d3c4b5a697887960a1b", "external_study_id": "64ab0
 
 
 # --- the plain module ----------------------------------------------------------------------
+
+
+def test_the_release_module_imports_without_django():
+    env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
+    code = ("import sys, crowd.release\n"
+            "bad = sorted(m for m in sys.modules if m == 'django' or m.startswith('django.'))\n"
+            "assert not bad, bad\n")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
 
 
 def test_pseudonyms_are_keyed_and_stable_and_kept_once_made():

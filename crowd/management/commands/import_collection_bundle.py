@@ -19,6 +19,6 @@ class Command(BaseCommand):
     def handle(self, *args, path, **options):
         try:
             ts = release_import(path)
-        except (ReleaseError, ValueError, KeyError) as exc:
+        except (ReleaseError, ValueError) as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write(f"topic set {ts.name!r} loaded from {path}")

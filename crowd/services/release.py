@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 import secrets
 from pathlib import Path
 
@@ -42,6 +43,7 @@ MODEL_FIELDS = ("name", "kind", "k1", "b", "mu", "sdm_base", "term_weight", "ord
                 "unordered_weight", "description")
 LABEL_FIELDS = ("topic_id", "intent_id", "docid", "grade", "cannot_judge", "rationale",
                 "seconds", "revision", "current", "withdrawn", "simulated")
+CROWD_VARIANT_ID = re.compile(r"^S(\d+)-P(\d+)-(\d+)$")  # crowd.services.studies
 IMPORTED_COLLECTION_ERROR = ("its documents are not part of the release it came with: "
                              "import the collection under this name to retrieve from it")
 
@@ -91,12 +93,23 @@ def release_records(topic_set_name: str, *, salt: bytes | None = None) -> dict:
         "topic__topic_id", "variant_id", "raw", "normalised", "uncorrected", "worker_id",
         "count", "estimate", "source"))
     variants.sort(key=lambda v: natural_key(v[0]))  # stable: id order within a topic
+    studies = list(Study.objects.filter(topic_set=ts).order_by("id"))
+    study_no = {s.pk: n for n, s in enumerate(studies, 1)}
+
+    def variant_id(vid: str, worker: str) -> str:
+        """A collected answer's id names the study and participant rows
+        (``S<study>-P<participant>-<position>``): the release says ``S<n>-<pseudonym>-
+        <position>`` instead, n counting the release's studies."""
+        m = CROWD_VARIANT_ID.match(vid)
+        if m is None:
+            return vid
+        return f"S{study_no.get(int(m[1]), 0)}-{anon(worker) or 'anon'}-{m[3]}"
+
     rec["variants"] = [
-        {"topic_id": t, "variant_id": vid, "raw": raw, "normalised": norm, "uncorrected": unc,
-         "worker": anon(w), "count": n, "estimate": est, "source": src}
+        {"topic_id": t, "variant_id": variant_id(vid, w), "raw": raw, "normalised": norm,
+         "uncorrected": unc, "worker": anon(w), "count": n, "estimate": est, "source": src}
         for t, vid, raw, norm, unc, w, n, est, src in variants]
-    rec["studies"] = [{f: getattr(s, f) for f in STUDY_FIELDS}
-                      for s in Study.objects.filter(topic_set=ts).order_by("id")]
+    rec["studies"] = [{f: getattr(s, f) for f in STUDY_FIELDS} for s in studies]
 
     runs = list(Run.objects.filter(topic_set=ts, status="done")
                 .select_related("collection", "model").order_by("id"))

@@ -252,6 +252,8 @@ def test_release_round_trip_is_byte_identical_and_anonymous(cacm_dir, tmp_path, 
     variants = [json.loads(x) for x in files["variants.jsonl"].splitlines()]
     assert len(variants) == QueryVariant.objects.count() == 16
     assert len({v["worker"] for v in variants}) == 4
+    assert all(v["variant_id"] == f"S1-{v['worker']}-{v['variant_id'].rsplit('-', 1)[1]}"
+               for v in variants)  # no participant row id
     assert "cff-version: 1.2.0" in files["CITATION.cff"].decode()
     assert 'name: "A. Organiser"' in files["CITATION.cff"].decode()
 
@@ -344,6 +346,7 @@ def test_release_page_and_api_are_for_staff_and_give_the_command_s_archive(
     for secret in ("A2MTURKWORKER9", "3HITID0001", "3ASSIGNMENT77", "SECRETCODE",
                    Study.objects.get().slug, Participant.objects.get().session_token):
         assert secret.encode() not in blob
+    assert QueryVariant.objects.get().variant_id.encode() not in blob  # S<study>-P<row>-<n>
     assert b"Consent: your queries are kept." in blob and b"cheap flights to rome" in blob
 
 

@@ -1,11 +1,11 @@
 """API: a topic set's release as a ``.tar.gz`` (organisers only)."""
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.exceptions import ValidationError
 from rest_framework.views import APIView
 
-from common.api import StaffOnly, lookup
+from common.api import ERROR_STATUSES, StaffOnly, lookup
 from crowd import selectors
 from crowd.release import LICENCES, ReleaseError
 from crowd.services.release import release_archive
@@ -23,7 +23,14 @@ class ReleaseExport(APIView):
                          description="SPDX id of the release's licence"),
         OpenApiParameter("title", str, description="title (default: the topic set's name)"),
         OpenApiParameter("author", str, many=True, description="an author; repeat for several"),
-    ], responses={(200, "application/gzip"): OpenApiTypes.BINARY})
+    ], responses={(200, "application/gzip"): OpenApiTypes.BINARY,
+                  # errors are JSON whatever the success type (common.api.ERROR_STATUSES)
+                  **{(code, "application/json"): OpenApiResponse(
+                      response=OpenApiTypes.OBJECT, description=text)
+                     for code, text in ((400, ERROR_STATUSES["400"]),
+                                        (401, ERROR_STATUSES["401"]),
+                                        (403, ERROR_STATUSES["403"]),
+                                        (404, ERROR_STATUSES["404"]))}})
     def get(self, request, name):
         topic_set = lookup(selectors.topic_set_get, name, "topic set")
         licence = request.query_params.get("licence", "")

@@ -39,6 +39,7 @@ import io
 import json
 import math
 import re
+import shutil
 import tarfile
 import tempfile
 from collections import Counter
@@ -482,10 +483,21 @@ def write_release(rec: dict, out: str | Path, *, licence: str, title: str | None
         return out
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise ReleaseError(f"{out}: exists and is not an empty folder")
-    for rel in sorted(files):
-        path = out / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(files[rel].encode("utf-8"))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:  # the folder appears complete or not at all
+        for rel in sorted(files):
+            path = work / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(files[rel].encode("utf-8"))
+        for d in [work, *work.rglob("*")]:
+            d.chmod(0o755 if d.is_dir() else 0o644)
+        if out.exists():
+            out.rmdir()
+        work.rename(out)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
     return out
 
 

@@ -26,6 +26,7 @@ from django.utils import timezone
 from crowd import release
 from crowd.models import Intent, QueryVariant, Statement, Study, Topic, TopicSet
 from crowd.naturalsort import natural_key
+from crowd.selectors import topic_set_get
 from judging.models import JudgmentSet, Label
 from pooling.models import Pool, PoolRun, PoolTopic
 from pooling.selectors import COUNT_DTYPE, ID_DTYPE, WEIGHT_DTYPE, pool_topic_arrays
@@ -72,8 +73,6 @@ def _unique(name: str, taken: set[str]) -> str:
 
 def release_records(topic_set_name: str, *, salt: bytes | None = None) -> dict:
     """The records of a topic set's release (see :mod:`crowd.release`), ids pseudonymised."""
-    from crowd.selectors import topic_set_get
-
     ts = topic_set_get(topic_set_name)
     salt = pseudonym_salt() if salt is None else salt
 

@@ -1,5 +1,4 @@
 """API: a topic set's release as a ``.tar.gz`` (organisers only)."""
-from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.exceptions import ValidationError
@@ -9,6 +8,7 @@ from common.api import ERROR_STATUSES, StaffOnly, lookup
 from crowd import selectors
 from crowd.release import LICENCES, ReleaseError
 from crowd.services.release import release_archive
+from crowd.views_release import archive_response
 
 
 class ReleaseExport(APIView):
@@ -37,11 +37,9 @@ class ReleaseExport(APIView):
         if not licence:
             raise ValidationError({"licence": [f"choose one of {', '.join(LICENCES)}"]})
         try:
-            filename, data = release_archive(
-                topic_set.name, licence=licence, title=request.query_params.get("title") or None,
+            return archive_response(
+                release_archive, topic_set.name, licence=licence,
+                title=request.query_params.get("title") or None,
                 authors=request.query_params.getlist("author") or None)
         except (ReleaseError, ValueError) as exc:
             raise ValidationError({"detail": [str(exc)]}) from None
-        response = HttpResponse(data, content_type="application/gzip")
-        response["Content-Disposition"] = f'attachment; filename="{filename}"'
-        return response

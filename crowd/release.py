@@ -44,7 +44,7 @@ import tarfile
 import tempfile
 from collections import Counter
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from evaluation import agreement, intents
 from judging.aggregate import aggregate
@@ -164,14 +164,13 @@ def run_qid(run: dict, query: dict) -> str:
         else query["topic_id"]
 
 
-def _trec_run(run: dict) -> str:
+def _trec_run(run: dict) -> Iterator[str]:
+    """The run's TREC lines, one query's lines a chunk; ``run["rankings"]()`` yields
+    ``(qid, docids, scores)`` in the order of ``run["queries"]``."""
     tag = run["tag"] or run["name"]
-    out = io.StringIO()
-    for q in run["queries"]:
-        qid = run_qid(run, q)
-        for rank, (d, s) in enumerate(zip(q["docids"], q["scores"]), 1):
-            out.write(f"{qid} Q0 {d} {rank} {float(s)!r} {tag}\n")
-    return out.getvalue()
+    for qid, docids, scores in run["rankings"]():
+        yield "".join(f"{qid} Q0 {d} {rank} {float(sc)!r} {tag}\n"
+                      for rank, (d, sc) in enumerate(zip(docids, scores), 1))
 
 
 def aggregated_qrels(labels: list[dict], fmt: str, rule: str = AGGREGATION) -> list[tuple]:
@@ -238,21 +237,22 @@ def _tsv_pool(pool: dict) -> str:
 
 
 def release_files(rec: dict, *, licence: str, title: str | None = None,
-                  authors: list[str] | None = None) -> dict[str, str]:
-    """``{relative path: text}`` of the release of the records ``rec``."""
+                  authors: list[str] | None = None) -> dict[str, Any]:
+    """``{relative path: text}`` of the release of the records ``rec``, the manifest
+    excepted; a run file's value is a function that yields its text in chunks (a run
+    holds millions of lines: it is written one batch of queries at a time)."""
     records_check(rec)
     lic = licence_get(licence)
-    files: dict[str, str] = {}
+    files: dict[str, Any] = {}
     files["topics.jsonl"] = _jsonl(rec["topics"])
     files["variants.jsonl"] = _jsonl(rec["variants"])
     runs_meta = []
     for run in rec["runs"]:
         name = _file_name(run["name"], "run")
-        files[f"runs/{name}.run"] = _trec_run(run)
-        files[f"runs/{name}.queries.jsonl"] = _jsonl(
-            {k: v for k, v in dict(q, qid=run_qid(run, q)).items() if k not in ("docids", "scores")}
-            for q in run["queries"])
-        runs_meta.append({k: v for k, v in run.items() if k != "queries"})
+        files[f"runs/{name}.run"] = (lambda run=run: _trec_run(run))
+        files[f"runs/{name}.queries.jsonl"] = _jsonl(dict(q, qid=run_qid(run, q))
+                                                     for q in run["queries"])
+        runs_meta.append({k: v for k, v in run.items() if k not in ("queries", "rankings")})
     pools_meta = []
     for pool in rec["pools"]:
         name = _file_name(pool["name"], "pool")
@@ -295,14 +295,12 @@ def release_files(rec: dict, *, licence: str, title: str | None = None,
         "release; their own licence applies to them.\n")
     files["CITATION.cff"] = _citation(rec, lic, title, authors)
     files["README.md"] = datasheet(rec, lic, files, figures, title=title)
-    files[MANIFEST] = manifest_text(files)
     return files
 
 
-def manifest_text(files: dict[str, str]) -> str:
+def manifest_text(digests: dict[str, str]) -> str:
     """``sha256  path`` of every file but the manifest, sorted by path."""
-    return "".join(f"{hashlib.sha256(files[p].encode('utf-8')).hexdigest()}  {p}\n"
-                   for p in sorted(files) if p != MANIFEST)
+    return "".join(f"{digests[p]}  {p}\n" for p in sorted(digests) if p != MANIFEST)
 
 
 def _yaml_str(text: str) -> str:
@@ -467,52 +465,65 @@ def records_check(rec: dict) -> None:
             raise ReleaseError(f"release records lack {key!r}")
 
 
+def _write_file(path: Path, content) -> str:
+    """Write a text or the chunks a function yields; the SHA-256 of the bytes."""
+    digest = hashlib.sha256()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as f:
+        for chunk in ([content] if isinstance(content, str) else content()):
+            data = chunk.encode("utf-8")
+            digest.update(data)
+            f.write(data)
+    return digest.hexdigest()
+
+
 def write_release(rec: dict, out: str | Path, *, licence: str, title: str | None = None,
                   authors: list[str] | None = None) -> Path:
     """The release as a folder ``out`` (made; must not exist or be empty) or, for a name
     ending in ``.tar.gz``, a deterministic archive whose top folder is the topic set's
-    name. Returns the path written."""
+    name (:func:`write_tar`). Either appears complete or not at all. Returns ``out``."""
     out = Path(out)
-    files = release_files(rec, licence=licence, title=title, authors=authors)
-    if out.name.endswith(".tar.gz"):
-        data = tar_bytes(files, safe_name(rec["topic_set"]))
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.with_name(out.name + ".part")
-        tmp.write_bytes(data)
-        tmp.replace(out)
-        return out
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+    archive = out.name.endswith(".tar.gz")
+    if not archive and out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise ReleaseError(f"{out}: exists and is not an empty folder")
+    files = release_files(rec, licence=licence, title=title, authors=authors)
     out.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:  # the folder appears complete or not at all
-        for rel in sorted(files):
-            path = work / rel
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(files[rel].encode("utf-8"))
+    try:
+        digests = {rel: _write_file(work / rel, files[rel]) for rel in sorted(files)}
+        _write_file(work / MANIFEST, manifest_text(digests))
         for d in [work, *work.rglob("*")]:
             d.chmod(0o755 if d.is_dir() else 0o644)
-        if out.exists():
-            out.rmdir()
-        work.rename(out)
+        if archive:
+            part = out.with_name(out.name + ".part")
+            write_tar(work, part, safe_name(rec["topic_set"]))
+            part.replace(out)
+            shutil.rmtree(work)
+        else:
+            if out.exists():
+                out.rmdir()
+            work.rename(out)
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise
     return out
 
 
-def tar_bytes(files: dict[str, str], top: str) -> bytes:
-    """A ``.tar.gz`` of ``files`` under ``top/``: entries sorted, folders before their
-    files, mtime 0, owner 0/0 without names, modes 0644/0755, gzip mtime 0 and no name."""
-    raw = io.BytesIO()
-    with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        dirs = {top}
-        for rel in files:
-            parts = rel.split("/")[:-1]
-            for n in range(1, len(parts) + 1):
-                dirs.add(top + "/" + "/".join(parts[:n]))
-        entries = sorted([(d, None) for d in dirs] + [(f"{top}/{p}", p) for p in files],
-                         key=lambda e: e[0].split("/"))
+def write_tar(root: Path, dest: Path, top: str) -> None:
+    """A ``.tar.gz`` of the files under ``root`` as ``top/…``: entries sorted, folders
+    before their files, mtime 0, owner 0/0 without names, modes 0644/0755, gzip mtime 0
+    and no file name in the gzip header."""
+    files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+    dirs = {top}
+    for rel in files:
+        parts = rel.split("/")[:-1]
+        for n in range(1, len(parts) + 1):
+            dirs.add(top + "/" + "/".join(parts[:n]))
+    entries = sorted([(d, None) for d in dirs] + [(f"{top}/{p}", p) for p in files],
+                     key=lambda e: e[0].split("/"))
+    with open(dest, "wb") as raw, \
+            gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=6) as gz, \
+            tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
         for name, rel in entries:
             info = tarfile.TarInfo(name)
             info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "", ""
@@ -520,13 +531,10 @@ def tar_bytes(files: dict[str, str], top: str) -> bytes:
                 info.type, info.mode = tarfile.DIRTYPE, 0o755
                 tar.addfile(info)
             else:
-                data = files[rel].encode("utf-8")
-                info.mode, info.size = 0o644, len(data)
-                tar.addfile(info, io.BytesIO(data))
-    out = io.BytesIO()
-    with gzip.GzipFile(filename="", mode="wb", fileobj=out, mtime=0, compresslevel=9) as gz:
-        gz.write(raw.getvalue())
-    return out.getvalue()
+                path = root / rel
+                info.mode, info.size = 0o644, path.stat().st_size
+                with open(path, "rb") as f:
+                    tar.addfile(info, f)
 
 
 # --- reading ---------------------------------------------------------------------------------
@@ -582,29 +590,45 @@ def manifest_check(root: Path) -> list[str]:
 
 
 def _read_run(path: Path, run: dict, queries: list[dict]) -> None:
-    by_qid = {q["qid"]: q for q in queries}
-    for q in queries:
-        q["docids"], q["scores"] = [], []
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            parts = line.split()
-            if len(parts) != 6:
-                raise ReleaseError(f"{path}:{n}: expected 6 columns, found {len(parts)}")
-            qid, _q0, docid, rank, score, _tag = parts
-            q = by_qid.get(qid)
-            if q is None:
-                raise ReleaseError(f"{path}:{n}: query {qid!r} is not in "
-                                   f"{run['name']}.queries.jsonl")
-            if rank != str(len(q["docids"]) + 1):
-                raise ReleaseError(f"{path}:{n}: rank {rank} out of order for query {qid!r}")
-            try:
-                q["scores"].append(float(score))
-            except ValueError:
-                raise ReleaseError(f"{path}:{n}: score {score!r} is not a number") from None
-            q["docids"].append(docid)
-    for q in queries:
-        del q["qid"]
+    """``run["queries"]``, and ``run["rankings"]``: a function that reads the TREC file
+    again each time it is called, yielding ``(qid, docids, scores)`` per query (a run is
+    never held whole); a query must be one block of lines ranked 1, 2, …"""
+    if not path.is_file():
+        raise ReleaseError(f"{path}: no such file in the release")
+    known = {q["qid"] for q in queries}
+
+    def rankings() -> Iterator[tuple[str, list[str], list[float]]]:
+        seen: set[str] = set()
+        qid, docids, scores = None, [], []
+        with open(path, encoding="utf-8") as f:
+            for n, line in enumerate(f, 1):
+                parts = line.split()
+                if len(parts) != 6:
+                    raise ReleaseError(f"{path}:{n}: expected 6 columns, found {len(parts)}")
+                q, _q0, docid, rank, score, _tag = parts
+                if q != qid:
+                    if qid is not None:
+                        yield qid, docids, scores
+                    if q not in known:
+                        raise ReleaseError(f"{path}:{n}: query {q!r} is not in "
+                                           f"{run['name']}.queries.jsonl")
+                    if q in seen:
+                        raise ReleaseError(f"{path}:{n}: the lines of query {q!r} are not "
+                                           "together")
+                    seen.add(q)
+                    qid, docids, scores = q, [], []
+                if rank != str(len(docids) + 1):
+                    raise ReleaseError(f"{path}:{n}: rank {rank} out of order for query {q!r}")
+                try:
+                    scores.append(float(score))
+                except ValueError:
+                    raise ReleaseError(f"{path}:{n}: score {score!r} is not a number") from None
+                docids.append(docid)
+        if qid is not None:
+            yield qid, docids, scores
+
     run["queries"] = queries
+    run["rankings"] = rankings
 
 
 def _read_pool(path: Path, pool: dict) -> None:
@@ -694,15 +718,12 @@ def unpack_archive(path: str | Path, into: str | Path) -> Path:
     return found[0]
 
 
-def open_release(path: str | Path, work: str | Path | None = None) -> tuple[dict, dict]:
-    """:func:`read_release` of a folder or a ``.tar.gz`` (unpacked into ``work``, else a
-    temporary folder)."""
+def open_release(path: str | Path, work: str | Path) -> tuple[dict, dict]:
+    """:func:`read_release` of a folder, or of a ``.tar.gz`` unpacked into ``work`` (which
+    must outlive the records: their run rankings are read from the files when used)."""
     path = Path(path)
     if path.is_dir():
         return read_release(path)
     if not path.is_file():
         raise ReleaseError(f"{path}: no such release folder or archive")
-    if work is not None:
-        return read_release(unpack_archive(path, work))
-    with tempfile.TemporaryDirectory(prefix="release-") as tmp:
-        return read_release(unpack_archive(path, tmp))
+    return read_release(unpack_archive(path, work))

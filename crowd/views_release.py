@@ -1,7 +1,10 @@
 """The organiser's release page: the topic set and everything built on it as one
 ``.tar.gz`` (the archive ``export_collection`` writes), staff only."""
+import shutil
+import tempfile
+
 from django import forms
-from django.http import HttpResponse
+from django.http import FileResponse
 from django.shortcuts import get_object_or_404, render
 
 from crowd.models import TopicSet
@@ -22,6 +25,19 @@ class ReleaseForm(forms.Form):
                               help_text="one author a line, for CITATION.cff")
 
 
+def archive_response(build, *args, **kwargs) -> FileResponse:
+    """``build(*args, folder, **kwargs)`` writes an archive into a temporary folder; the
+    response streams it (the folder is gone already: the open file keeps the bytes)."""
+    work = tempfile.mkdtemp(prefix="release-")
+    try:
+        path = build(*args, folder=work, **kwargs)
+        fh = open(path, "rb")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return FileResponse(fh, as_attachment=True, filename=path.name,
+                        content_type="application/gzip")
+
+
 @staff_required
 def release_download(request, pk):
     """GET: the form; POST: the release archive of the topic set."""
@@ -31,13 +47,9 @@ def release_download(request, pk):
         d = form.cleaned_data
         authors = [a.strip() for a in d["authors"].splitlines() if a.strip()] or None
         try:
-            name, data = release_archive(topic_set.name, licence=d["licence"],
-                                         title=d["title"].strip() or None, authors=authors)
+            return archive_response(release_archive, topic_set.name, licence=d["licence"],
+                                    title=d["title"].strip() or None, authors=authors)
         except (ReleaseError, ValueError) as exc:
             form.add_error(None, str(exc))
-        else:
-            response = HttpResponse(data, content_type="application/gzip")
-            response["Content-Disposition"] = f'attachment; filename="{name}"'
-            return response
     return render(request, "crowd/organiser_form.html", {
         "form": form, "title": f"Release {topic_set.name}"}, status=400 if form.errors else 200)

@@ -16,6 +16,7 @@ import hashlib
 import hmac
 import re
 import secrets
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -135,8 +136,8 @@ def release_records(topic_set_name: str, *, salt: bytes | None = None) -> dict:
             "name": name, "kind": run.kind, "source": run.source, "tag": run.tag,
             "depth": run.depth,
             "collection": run.collection.name if run.collection_id else None,
-            "model": run.model.name if run.model_id else None,
-            "queries": _run_queries(run, anon)})
+            "model": run.model.name if run.model_id else None})
+        rec["runs"][-1]["queries"], rec["runs"][-1]["rankings"] = _run_queries(run, anon)
 
     rec["pools"] = []
     taken = set()
@@ -168,23 +169,37 @@ def release_records(topic_set_name: str, *, salt: bytes | None = None) -> dict:
     return rec
 
 
-def _run_queries(run: Run, anon) -> list[dict]:
+RANKINGS_BATCH = 500  # rankings read (and stored) together
+
+
+def _run_queries(run: Run, anon) -> tuple[list[dict], object]:
+    """The run's queries in natural topic order then label, and a function yielding
+    ``(qid, docids, scores)`` of its ranked queries in that order, ``RANKINGS_BATCH``
+    rankings read at a time."""
     rows = list(RunQuery.objects.filter(run=run).values_list(
         "topic__topic_id", "label", "query_text", "weight", "users", "note",
-        "ranking__docids", "ranking__scores", "ranking__empty_reason", "ranking_id"))
+        "ranking__empty_reason", "ranking_id"))
     rows.sort(key=lambda r: (natural_key(r[0]), r[1]))
-    packed = [unpack(r[6], r[7]) if r[9] is not None else None for r in rows]
-    ids = [p.docids for p in packed if p is not None]
-    names = docid_strings(np.concatenate(ids)) if ids and sum(len(i) for i in ids) else {}
-    out = []
-    for (t, label, text, weight, users, note, _d, _s, empty, rid), p in zip(rows, packed):
-        out.append({
-            "topic_id": t, "label": label, "query_text": text, "weight": weight,
-            "users": sorted(anon(u) for u in users.splitlines() if u.strip()),
-            "note": note, "ranked": rid is not None, "empty_reason": empty or "",
-            "docids": [names[int(i)] for i in p.docids] if p is not None else [],
-            "scores": p.scores.tolist() if p is not None else []})
-    return out
+    queries = [{"topic_id": t, "label": label, "query_text": text, "weight": weight,
+                "users": sorted(anon(u) for u in users.splitlines() if u.strip()),
+                "note": note, "ranked": rid is not None, "empty_reason": empty or ""}
+               for t, label, text, weight, users, note, empty, rid in rows]
+    ranked = [(release.run_qid({"source": run.source}, q), rid)
+              for q, (*_r, rid) in zip(queries, rows) if rid is not None]
+
+    def rankings():
+        for start in range(0, len(ranked), RANKINGS_BATCH):
+            batch = ranked[start:start + RANKINGS_BATCH]
+            stored = {pk: unpack(d, s) for pk, d, s in Ranking.objects.filter(
+                pk__in={rid for _, rid in batch}).values_list("pk", "docids", "scores")}
+            ids = [p.docids for p in stored.values() if len(p)]
+            names = docid_strings(np.concatenate(ids)) if ids else {}
+            for qid, rid in batch:
+                p = stored[rid]
+                if len(p):
+                    yield qid, [names[int(i)] for i in p.docids], p.scores.tolist()
+
+    return queries, rankings
 
 
 def _pool_topics(pool: Pool) -> list[dict]:
@@ -204,15 +219,14 @@ def release_export(topic_set_name: str, out: str | Path, *, licence: str,
                                  title=title, authors=authors)
 
 
-def release_archive(topic_set_name: str, *, licence: str, title: str | None = None,
-                    authors: list[str] | None = None) -> tuple[str, bytes]:
-    """``(file name, bytes)`` of the topic set's release as a ``.tar.gz`` (the bytes
-    ``export_collection --out NAME.tar.gz`` writes)."""
+def release_archive(topic_set_name: str, folder: str | Path, *, licence: str,
+                    title: str | None = None, authors: list[str] | None = None) -> Path:
+    """The topic set's release as ``<name>-release.tar.gz`` in ``folder`` (the bytes
+    ``export_collection --out NAME.tar.gz`` writes); its path."""
     release.licence_get(licence)
     rec = release_records(topic_set_name)
-    files = release.release_files(rec, licence=licence, title=title, authors=authors)
-    top = release.safe_name(rec["topic_set"])
-    return f"{top}-release.tar.gz", release.tar_bytes(files, top)
+    out = Path(folder) / f"{release.safe_name(rec['topic_set'])}-release.tar.gz"
+    return release.write_release(rec, out, licence=licence, title=title, authors=authors)
 
 
 # --- in -------------------------------------------------------------------------------------
@@ -295,38 +309,10 @@ def release_store(rec: dict) -> TopicSet:
 
     models = _models_ensure(rec["models"])
     collections = _collections_ensure(rec["collections"])
-    docids = docids_ensure(sorted(
-        {d for run in rec["runs"] for q in run["queries"] for d in q["docids"]}
-        | {d for pool in rec["pools"] for tp in pool["topics"] for d in tp["docids"]}))
     now = timezone.now()
     runs: dict[str, Run] = {}
     for r in rec["runs"]:
-        collection = collections[r["collection"]] if r["collection"] else None
-        model = models[r["model"]] if r["model"] else None
-        run = runs[r["name"]] = Run.objects.create(
-            kind=r["kind"], topic_set=ts, collection=collection, model=model,
-            source=r["source"], tag=r["tag"], depth=r["depth"], status="done",
-            total=len(r["queries"]), completed=sum(1 for q in r["queries"] if q["ranked"]),
-            started=now, finished=now)
-        queries = []
-        for q in r["queries"]:
-            key = ""
-            ranking = None
-            if collection is not None and model is not None and r["kind"] == Run.KIND_RETRIEVAL:
-                key = ranking_key(collection.id, model, r["depth"], q["query_text"])
-            if q["ranked"]:
-                ranking = Ranking.objects.filter(key=key).first() if key else None
-                if ranking is None:
-                    d, s = pack([docids[x] for x in q["docids"]], q["scores"])
-                    ranking = Ranking.objects.create(
-                        key=key or None, collection=collection, model=model,
-                        query_text=q["query_text"], depth=r["depth"], length=len(q["docids"]),
-                        docids=d, scores=s, empty_reason=q["empty_reason"])
-            queries.append(RunQuery(
-                run=run, topic=topic_of(q["topic_id"], f"runs/{r['name']}.queries.jsonl"),
-                label=q["label"], query_text=q["query_text"], key=key, weight=q["weight"],
-                users="\n".join(q["users"]), note=q["note"], ranking=ranking))
-        RunQuery.objects.bulk_create(queries, batch_size=2000)
+        runs[r["name"]] = _run_store(r, ts, topic_of, collections, models, now)
 
     for p in rec["pools"]:
         missing = [r for r in p["runs"] if r not in runs]
@@ -341,6 +327,7 @@ def release_store(rec: dict) -> TopicSet:
             progress=1.0, topics_count=len(p["topics"]),
             documents_count=sum(len(tp["docids"]) for tp in p["topics"]), finished=now)
         PoolRun.objects.bulk_create([PoolRun(pool=pool, run=runs[r]) for r in p["runs"]])
+        docids = docids_ensure(sorted({d for tp in p["topics"] for d in tp["docids"]}))
         PoolTopic.objects.bulk_create([PoolTopic(
             pool=pool, topic_id=tp["topic_id"], size=len(tp["docids"]),
             docids=np.asarray([docids[d] for d in tp["docids"]], dtype=ID_DTYPE).tobytes(),
@@ -360,7 +347,75 @@ def release_store(rec: dict) -> TopicSet:
     return ts
 
 
+def _run_store(r: dict, ts: TopicSet, topic_of, collections, models, now) -> Run:
+    """One run of a release with its queries, its rankings stored ``RANKINGS_BATCH`` at a
+    time; a retrieved ranking is shared by key as retrieval shares it."""
+    collection = collections[r["collection"]] if r["collection"] else None
+    model = models[r["model"]] if r["model"] else None
+    run = Run.objects.create(
+        kind=r["kind"], topic_set=ts, collection=collection, model=model,
+        source=r["source"], tag=r["tag"], depth=r["depth"], status="done",
+        total=len(r["queries"]), completed=sum(1 for q in r["queries"] if q["ranked"]),
+        started=now, finished=now)
+    where = f"runs/{r['name']}.queries.jsonl"
+    by_qid = {release.run_qid(r, q): q for q in r["queries"]}
+    keyed = collection is not None and model is not None and r["kind"] == Run.KIND_RETRIEVAL
+    key_of = {qid: ranking_key(collection.id, model, r["depth"], q["query_text"]) if keyed else ""
+              for qid, q in by_qid.items()}
+    ranking_of: dict[str, int] = {}  # qid -> Ranking id
+    by_key: dict[str, int] = {}
+
+    def store(batch: list[tuple[str, list[str], list[float]]]) -> None:
+        keys = [key_of[qid] for qid, _, _ in batch if key_of[qid]]
+        by_key.update(Ranking.objects.filter(key__in=keys).values_list("key", "id"))
+        ids = docids_ensure({d for _, docids, _ in batch for d in docids})
+        new: dict[str, Ranking] = {}
+        for qid, docids, scores in batch:
+            q, key = by_qid[qid], key_of[qid]
+            if not q["ranked"]:
+                raise release.ReleaseError(f"runs/{r['name']}.run: query {qid!r} has "
+                                           f"lines but is not ranked in {where}")
+            if key and key in by_key:
+                ranking_of[qid] = by_key[key]
+                continue
+            d, s = pack([ids[x] for x in docids], scores)
+            new[key or qid] = Ranking(key=key or None, collection=collection, model=model,
+                                      query_text=q["query_text"], depth=r["depth"],
+                                      length=len(docids), docids=d, scores=s,
+                                      empty_reason=q["empty_reason"])
+            new_qids.setdefault(key or qid, []).append(qid)
+        for k, ranking in zip(new, Ranking.objects.bulk_create(list(new.values()))):
+            if ranking.key:
+                by_key[ranking.key] = ranking.pk
+            for qid in new_qids.pop(k):
+                ranking_of[qid] = ranking.pk
+
+    new_qids: dict[str, list[str]] = {}
+    batch: list = []
+    for item in r["rankings"]():
+        if item[0] not in by_qid:
+            raise release.ReleaseError(f"runs/{r['name']}.run: query {item[0]!r} is not in "
+                                       f"{where}")
+        batch.append(item)
+        if len(batch) >= RANKINGS_BATCH:
+            store(batch)
+            batch = []
+    if batch:
+        store(batch)
+    # ranked queries without lines: an empty ranking (no searchable terms)
+    store_empty = [(qid, [], []) for qid, q in by_qid.items() if q["ranked"] and qid not in ranking_of]
+    if store_empty:
+        store(store_empty)
+    RunQuery.objects.bulk_create([RunQuery(
+        run=run, topic=topic_of(q["topic_id"], where), label=q["label"],
+        query_text=q["query_text"], key=key_of[qid], weight=q["weight"],
+        users="\n".join(q["users"]), note=q["note"], ranking_id=ranking_of.get(qid))
+        for qid, q in by_qid.items()], batch_size=2000)
+    return run
+
+
 def release_import(path: str | Path) -> TopicSet:
     """Load the release folder or ``.tar.gz`` at ``path`` (manifest checked first)."""
-    rec, _meta = release.open_release(path)
-    return release_store(rec)
+    with tempfile.TemporaryDirectory(prefix="release-") as work:
+        rec, _meta = release.open_release(path, work)
+        return release_store(rec)

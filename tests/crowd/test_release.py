@@ -19,14 +19,15 @@ from crowd import release
 from crowd.demo import simulated_workers_answer
 from crowd.models import Participant, QueryVariant, Study, TopicSet
 from crowd.services import participant_arrive, participant_consent, response_submit
-from crowd.services import study_create, topics_import
+from crowd.services import study_create, topics_import, variants_import
 from crowd.topicfiles import IntentRecord, TopicRecord, read_topics
+from crowd.variantfiles import VariantRecord
 from judging import services as judging_services
 from judging.models import JudgmentSet, Label
 from pooling import services as pooling_services
 from pooling.models import Pool, PoolRun
 from retrieval import services as retrieval_services
-from retrieval.models import Collection, Run, RunChunk
+from retrieval.models import Collection, Run, RunChunk, RunQuery
 from retrieval.services import vocabulary_cache_clear
 from retrieval.trecrun import write_run
 from retrieval.selectors import run_rankings
@@ -161,6 +162,13 @@ def _build_project(cacm_dir: Path, tmp_path: Path, settings) -> None:
                             session_token=p.session_token)
         assert r.accepted, r
 
+    # imported answers: one with no searchable term (an empty ranking), one text shared by
+    # two topics (one ranking, shared by key), counted answers, an MTurk worker id
+    variants_import(NAME, [
+        VariantRecord(topic_id=topics[0].topic_id, raw="The of and", worker_id="A3MTURKID42"),
+        VariantRecord(topic_id=topics[1].topic_id, raw="Computer programs", count=3,
+                      worker_id="A3MTURKID42"),
+        VariantRecord(topic_id=topics[2].topic_id, raw="computer  programs!", variant_id="x7")])
     for source in ("titles", "variants"):
         run = retrieval_services.run_create(topic_set_name=NAME, collection_name="cacm",
                                             model_name="bm25", depth=20, source=source)
@@ -225,6 +233,7 @@ def test_release_round_trip_is_byte_identical_and_anonymous(cacm_dir, tmp_path, 
                                "url": release.LICENCES["CC-BY-4.0"][1]}
     assert sorted((r["kind"], r["source"]) for r in meta["runs"]) == [
         ("retrieval", "titles"), ("retrieval", "variants"), ("system", "system")]
+    (vrun,) = [r["name"] for r in meta["runs"] if r["source"] == "variants"]
     pools = {p["sources"]: p for p in meta["pools"]}
     assert pools["users"]["runs"] == [r["name"] for r in meta["runs"] if r["source"] == "variants"]
     assert len(pools["combined"]["runs"]) == 2
@@ -250,10 +259,16 @@ def test_release_round_trip_is_byte_identical_and_anonymous(cacm_dir, tmp_path, 
     human = [json.loads(x) for x in files[f"judgments/{NAME}-intents/labels.jsonl"].splitlines()]
     assert human and not any(lb["simulated"] for lb in human)
     variants = [json.loads(x) for x in files["variants.jsonl"].splitlines()]
-    assert len(variants) == QueryVariant.objects.count() == 16
-    assert len({v["worker"] for v in variants}) == 4
+    assert len(variants) == QueryVariant.objects.count() == 19
+    assert len({v["worker"] for v in variants}) == 5 + 1  # and the empty one
     assert all(v["variant_id"] == f"S1-{v['worker']}-{v['variant_id'].rsplit('-', 1)[1]}"
-               for v in variants)  # no participant row id
+               for v in variants if v["source"] == "crowd")  # no participant row id
+    queries = [json.loads(x) for x in files[f"runs/{vrun}.queries.jsonl"].splitlines()]
+    empty = [q for q in queries if q["query_text"] == "the of and"]
+    assert len(empty) == 1 and empty[0]["ranked"] and empty[0]["empty_reason"]
+    assert f"{empty[0]['qid']} Q0".encode() not in files[f"runs/{vrun}.run"]
+    shared = [q for q in queries if q["query_text"] == "computer programs"]
+    assert len(shared) == 2 and shared[0]["label"] == shared[1]["label"]
     assert "cff-version: 1.2.0" in files["CITATION.cff"].decode()
     assert 'name: "A. Organiser"' in files["CITATION.cff"].decode()
 
@@ -272,6 +287,9 @@ def test_release_round_trip_is_byte_identical_and_anonymous(cacm_dir, tmp_path, 
     call_command("import_collection_bundle", str(archive), stdout=io.StringIO())
     assert Pool.objects.count() == 2 and PoolRun.objects.count() == 3
     assert JudgmentSet.objects.count() == 2
+    shared = RunQuery.objects.filter(query_text="computer programs")
+    assert shared.count() == 2 and len({q.ranking_id for q in shared}) == 1
+    assert RunQuery.objects.get(query_text="the of and").ranking.length == 0
     assert Collection.objects.get(name="cacm").status == "failed"  # no documents came
     with pytest.raises(CommandError, match="already exists"):
         call_command("import_collection_bundle", str(first), stdout=io.StringIO())
@@ -331,12 +349,12 @@ def test_release_page_and_api_are_for_staff_and_give_the_command_s_archive(
     r = admin_client.post(url, {"licence": "CC0-1.0", "title": "", "authors": ""})
     assert r.status_code == 200 and r["Content-Type"] == "application/gzip"
     assert 'filename="small_set-release.tar.gz"' in r["Content-Disposition"]
-    assert r.content == out.read_bytes()
+    assert r.getvalue() == out.read_bytes()
     assert admin_client.post(url, {"licence": "WTFPL"}).status_code == 400
 
     api.force_authenticate(django_user_model.objects.get(username="admin"))
     r = api.get(api_url, {"licence": "CC0-1.0"})
-    assert r.status_code == 200 and r.content == out.read_bytes()
+    assert r.status_code == 200 and r.getvalue() == out.read_bytes()
     assert api.get(api_url).status_code == 400
     assert "CC0-1.0" in api.get(api_url, {"licence": "nope"}).content.decode()
     assert api.get("/api/topic-sets/none/release/", {"licence": "CC0-1.0"}).status_code == 404

@@ -3,9 +3,11 @@
 A release is a function of the data: the same records give the same bytes (sorted keys,
 records in a fixed order, no time stamps, no random salt; the ``.tar.gz`` has fixed
 mtimes, owners and modes and a gzip header with mtime 0). :func:`write_release` writes a
-:class:`dict` of records (see :func:`records_check` for its shape) as a folder;
+:class:`dict` of records (see :func:`records_check` for its parts; a run's ``queries`` are
+listed and its ``rankings`` is a function yielding ``(qid, docids, scores)`` in their
+order, so a run is written one batch at a time) as a folder or archive;
 :func:`read_release` reads such a folder back into the same records, after checking the
-manifest. The database side (what the records are made from, and how they are stored
+manifest (its runs' rankings are read from their files when used). The database side (what the records are made from, and how they are stored
 again) is :mod:`crowd.services.release`.
 
 Layout (every path in ``MANIFEST.sha256``, ``sha256sum -c`` format)::

@@ -206,6 +206,7 @@ def _tree(root: Path) -> dict[str, bytes]:
             for p in sorted(root.rglob("*")) if p.is_file()}
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_release_round_trip_is_byte_identical_and_anonymous(cacm_dir, tmp_path, settings):
     _build_project(cacm_dir, tmp_path, settings)

@@ -497,9 +497,12 @@ def write_release(rec: dict, out: str | Path, *, licence: str, title: str | None
         for d in [work, *work.rglob("*")]:
             d.chmod(0o755 if d.is_dir() else 0o644)
         if archive:
-            part = out.with_name(out.name + ".part")
-            write_tar(work, part, safe_name(rec["topic_set"]))
-            part.replace(out)
+            part = work.with_name(work.name + ".tar.gz")
+            try:
+                write_tar(work, part, safe_name(rec["topic_set"]))
+                part.replace(out)
+            finally:
+                part.unlink(missing_ok=True)
             shutil.rmtree(work)
         else:
             if out.exists():

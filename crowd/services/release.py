@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from crowd import release
@@ -418,4 +418,7 @@ def release_import(path: str | Path) -> TopicSet:
     """Load the release folder or ``.tar.gz`` at ``path`` (manifest checked first)."""
     with tempfile.TemporaryDirectory(prefix="release-") as work:
         rec, _meta = release.open_release(path, work)
-        return release_store(rec)
+        try:
+            return release_store(rec)
+        except IntegrityError as exc:  # a concurrent import of the same names
+            raise release.ReleaseError(f"{path}: {exc}".strip()) from None

@@ -1,9 +1,11 @@
 """What every app's API shares: who may do what, bounded pages, errors as 400/404, and the
 error responses written into the OpenAPI schema.
 
-Reads need an authenticated account (a token, or a signed-in browser session); writes need
-a staff (organiser) account. Services raise ``ValueError`` with a sentence a user can act
-on; :func:`service_call` turns it into a 400 naming the field when the message names one.
+Who may call which route is the table in :mod:`common.roles` (its ``RolePermission`` is
+the default permission class): organisers (staff) everything, assessors the judging tasks
+that list them and their own labels. Services raise ``ValueError`` with a sentence a user
+can act on; :func:`service_call` turns it into a 400 naming the field when the message
+names one.
 """
 from __future__ import annotations
 
@@ -11,35 +13,13 @@ from typing import Callable, TypeVar
 
 from django.db import DataError
 from django.http import Http404
-from rest_framework import pagination, permissions, serializers
+from rest_framework import pagination, serializers
 from rest_framework.exceptions import ParseError, ValidationError
 from rest_framework.parsers import JSONParser, MultiPartParser
 
 T = TypeVar("T")
 
 MAX_PAGE_SIZE = 500
-
-
-class ReadAuthenticatedWriteStaff(permissions.BasePermission):
-    """Anyone signed in may read; only staff (organisers) may write."""
-
-    message = "writes need an organiser (staff) account"
-
-    def has_permission(self, request, view) -> bool:
-        user = request.user
-        if not (user and user.is_authenticated and user.is_active):
-            return False
-        return request.method in permissions.SAFE_METHODS or user.is_staff
-
-
-class StaffOnly(permissions.BasePermission):
-    """Organisers only, reads too (studies carry completion codes and entry tokens)."""
-
-    message = "this needs an organiser (staff) account"
-
-    def has_permission(self, request, view) -> bool:
-        user = request.user
-        return bool(user and user.is_authenticated and user.is_active and user.is_staff)
 
 
 class Pages(pagination.PageNumberPagination):
@@ -69,6 +49,57 @@ class Pages(pagination.PageNumberPagination):
             elif p["name"] == self.page_query_param:
                 p["schema"] = {"type": "integer", "minimum": 1}
         return params
+
+
+class KeysetPages(Pages):
+    """``?after=<key>&page_size=M``: the page after a key, in the view's order, without
+    counting or skipping rows, so the last page of a million rows costs what the first
+    does. The response has ``next`` (the address of the following page, or null) and
+    ``results``; there is no ``count`` and no ``page``.
+
+    The view names its keyset: ``keyset_filter(queryset, after) -> queryset`` keeps the
+    rows after ``after`` in its order, ``keyset_after(obj) -> str`` is the key of a row.
+    """
+
+    after_query_param = "after"
+
+    def paginate_queryset(self, queryset, request, view=None):
+        if self.page_query_param in request.query_params:
+            raise ValidationError({self.page_query_param: [
+                "pages are read in order: follow `next` (or give ?after=<the last id seen>)"]})
+        size = self.get_page_size(request)
+        self.request = request
+        after = request.query_params.get(self.after_query_param)
+        if after:
+            queryset = view.keyset_filter(queryset, after)
+        rows = list(queryset[: size + 1])
+        self.next_after = view.keyset_after(rows[size - 1]) if len(rows) > size else None
+        return rows[:size]
+
+    def get_paginated_response(self, data):
+        from rest_framework.response import Response
+        from rest_framework.utils.urls import replace_query_param
+
+        next_url = None
+        if self.next_after is not None:
+            next_url = replace_query_param(self.request.build_absolute_uri(),
+                                           self.after_query_param, self.next_after)
+        return Response({"next": next_url, "results": data})
+
+    def get_paginated_response_schema(self, schema):
+        return {"type": "object", "required": ["results"], "properties": {
+            "next": {"type": "string", "nullable": True, "format": "uri"},
+            "results": schema}}
+
+    def get_schema_operation_parameters(self, view):
+        return [
+            {"name": self.after_query_param, "required": False, "in": "query",
+             "description": "the key of the last row of the previous page (its `next` link)",
+             "schema": {"type": "string"}},
+            {"name": self.page_size_query_param, "required": False, "in": "query",
+             "description": "rows per page",
+             "schema": {"type": "integer", "minimum": 1, "maximum": self.max_page_size}},
+        ]
 
 
 def lookup(getter: Callable[[str], T], value: str, what: str) -> T:
@@ -165,26 +196,41 @@ def _unstorable(text: str) -> str | None:
     return None
 
 
+MAX_JSON_DEPTH = 32  # arrays and objects inside one another; no API body needs more
+
+
 def _check_text(value, where: str) -> None:
-    if isinstance(value, str):
-        reason = _unstorable(value)
-        if reason:
-            raise ParseError(f"{where or 'body'}: text {reason}")
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            _check_text(key, f"{where}.{key}" if where else "a field name")
-            _check_text(item, f"{where}.{key}" if where else str(key))
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            _check_text(item, f"{where}[{i}]")
+    """Every string (keys too) can be stored, and the nesting is at most
+    :data:`MAX_JSON_DEPTH` deep; else a 400 naming the place. Iterative, so a deep body
+    cannot exhaust the stack here."""
+    stack = [(value, where, 0)]
+    while stack:
+        value, where, depth = stack.pop()
+        if isinstance(value, str):
+            reason = _unstorable(value)
+            if reason:
+                raise ParseError(f"{where or 'body'}: text {reason}")
+        elif isinstance(value, (dict, list)):
+            if depth >= MAX_JSON_DEPTH:
+                raise ParseError(f"{where or 'body'}: nested more than {MAX_JSON_DEPTH} deep")
+            if isinstance(value, dict):
+                for key, item in value.items():
+                    _check_text(key, f"{where}.{key}" if where else "a field name")
+                    stack.append((item, f"{where}.{key}" if where else str(key), depth + 1))
+            else:
+                stack.extend((item, f"{where}[{i}]", depth + 1) for i, item in enumerate(value))
 
 
 class StrictJSONParser(JSONParser):
-    """JSON bodies whose every string can be stored: a NUL or an unpaired surrogate is a 400
-    naming the field, not a database error."""
+    """JSON bodies whose every string can be stored and whose nesting is bounded: a NUL, an
+    unpaired surrogate or a body nested deeper than :data:`MAX_JSON_DEPTH` is a 400 naming
+    the place, not a database or server error."""
 
     def parse(self, stream, media_type=None, parser_context=None):
-        data = super().parse(stream, media_type, parser_context)
+        try:
+            data = super().parse(stream, media_type, parser_context)
+        except RecursionError:  # the decoder itself gave up: far deeper than any limit
+            raise ParseError(f"JSON parse error - nested more than {MAX_JSON_DEPTH} deep") from None
         _check_text(data, "")
         return data
 

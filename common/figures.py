@@ -13,7 +13,6 @@ a linear axis at multiples of 1, 2 or 5 × 10^k.
 """
 from __future__ import annotations
 
-import csv
 import io
 import math
 from typing import Iterable, Sequence
@@ -21,6 +20,8 @@ from typing import Iterable, Sequence
 from matplotlib import rc_context
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
+
+from common.spreadsheet import spreadsheet_writer
 
 __all__ = [
     "FORMATS",
@@ -316,9 +317,8 @@ def csv_text(rows: Sequence[dict], columns: Sequence[str] | None = None) -> str:
     if columns is None:
         columns = list(dict.fromkeys(k for r in rows for k in r))
     buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
+    writer = spreadsheet_writer(buf)  # labels such as "-x" or "=x" stay text
     writer.writerow(columns)
     for r in rows:
-        writer.writerow(["" if r.get(c) is None else (repr(r[c]) if isinstance(r[c], float) else r[c])
-                         for c in columns])
+        writer.writerow(["" if r.get(c) is None else r[c] for c in columns])
     return buf.getvalue()

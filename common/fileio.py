@@ -39,17 +39,20 @@ import gzip
 import hashlib
 import os
 import stat
+import sys
 import tempfile
 import unicodedata
 import zlib
 from pathlib import Path
-from typing import IO, Iterator
+from typing import IO, Callable, Iterator
 
 GZIP_MAGIC = b"\x1f\x8b"
 QUOTE_CHARS = 200
 MAX_LINE_BYTES = 1 << 20  # 1 MiB: topics, variants, runs and qrels
 MAX_FILE_BYTES = 64 << 20  # whole-file reads (XML topic files)
 MAX_ID_CHARS = 255
+MAX_DECOMPRESSED_BYTES = 1 << 30  # 1 GiB of text out of one gzip file, unless set otherwise
+PROGRESS_BYTES = 1 << 20  # open_lines reports its progress about once per MiB
 INT32_MAX = 2**31 - 1
 
 _REFUSED_CATEGORIES = {
@@ -128,6 +131,23 @@ def require_file(path, *, error: type[InputError] = InputError) -> Path:
     return path
 
 
+def decompressed_limit() -> int:
+    """The most bytes one gzip file may decompress to: Django's ``MAX_DECOMPRESSED_BYTES``
+    setting when Django is already loaded and configured (this module never imports it),
+    else :data:`MAX_DECOMPRESSED_BYTES`."""
+    conf = sys.modules.get("django.conf")
+    if conf is not None and conf.settings.configured:
+        value = getattr(conf.settings, "MAX_DECOMPRESSED_BYTES", None)
+        if value is not None:
+            return int(value)
+    return MAX_DECOMPRESSED_BYTES
+
+
+def _too_large(path, line: int | None, limit: int, error) -> InputError:
+    return error(path, line, f"the gzip data decompresses to more than {limit} bytes "
+                             "(MAX_DECOMPRESSED_BYTES); refused")
+
+
 def open_binary(path, *, error: type[InputError] = InputError) -> IO[bytes]:
     """Open ``path`` for reading bytes, decompressing gzip data; failures raise ``error``
     (:class:`InputError` or a subclass a reader names its own)."""
@@ -162,18 +182,28 @@ def _decode(raw: bytes, encoding: str, path, number: int, error) -> str:
 
 
 def open_lines(path, *, encoding: str = "utf-8", max_line_bytes: int = MAX_LINE_BYTES,
-               error: type[InputError] = InputError) -> Iterator[tuple[int, str]]:
+               error: type[InputError] = InputError,
+               progress: Callable[[float], None] | None = None) -> Iterator[tuple[int, str]]:
     """Yield ``(line number, text)`` with the line break removed.
 
     Bytes are decoded strictly; a UTF-8 byte-order mark at the start is dropped. A line
-    longer than ``max_line_bytes`` bytes is an error (it would otherwise be read whole).
+    longer than ``max_line_bytes`` bytes is an error (it would otherwise be read whole), so
+    is a NUL byte (no database text column holds one) and gzip data that decompresses
+    past :func:`decompressed_limit`. ``progress(fraction)`` hears, about every
+    :data:`PROGRESS_BYTES` bytes, how much of the file as stored has been read.
     """
     try:
         encoding = check_encoding(encoding)
     except ValueError as exc:
         raise error(path, None, str(exc)) from None
     number = 0
+    limit = decompressed_limit()
     with open_binary(path, error=error) as fh:
+        capped = isinstance(fh, gzip.GzipFile)
+        total = 0
+        stored = fh.fileobj if capped else fh
+        size = max(1, os.fstat(stored.fileno()).st_size) if progress is not None else 1
+        told = 0
         while True:
             try:
                 raw = fh.readline(max_line_bytes + 1)
@@ -182,10 +212,20 @@ def open_lines(path, *, encoding: str = "utf-8", max_line_bytes: int = MAX_LINE_
             if not raw:
                 return
             number += 1
+            total += len(raw)
+            if capped and total > limit:
+                raise _too_large(path, number, limit, error)
+            if progress is not None and total - told >= PROGRESS_BYTES:
+                told = total
+                progress(min(1.0, stored.tell() / size))
             if len(raw) > max_line_bytes and not raw.endswith(b"\n"):
                 raise error(
                     path, number, f"line longer than {max_line_bytes} bytes; is this the "
                     "right file and format?")
+            nul = raw.find(b"\x00")
+            if nul >= 0:
+                raise error(path, number, f"a NUL byte (0x00) at column {nul + 1}; is this a "
+                                          "text file?")
             text = _decode(raw, encoding, path, number, error)
             if number == 1 and text.startswith("\ufeff"):
                 text = text[1:]
@@ -194,12 +234,20 @@ def open_lines(path, *, encoding: str = "utf-8", max_line_bytes: int = MAX_LINE_
 
 def read_bytes(path, *, max_bytes: int = MAX_FILE_BYTES,
                error: type[InputError] = InputError) -> bytes:
-    """The whole (decompressed) content of a file of at most ``max_bytes`` bytes."""
+    """The whole (decompressed) content of a file of at most ``max_bytes`` bytes (and, for
+    gzip data, of at most :func:`decompressed_limit` bytes)."""
     with open_binary(path, error=error) as fh:
+        limit = decompressed_limit() if isinstance(fh, gzip.GzipFile) else None
+        if limit is not None and limit < max_bytes:
+            max_bytes = limit
+        else:
+            limit = None
         try:
             data = fh.read(max_bytes + 1)
         except (EOFError, OSError, zlib.error) as exc:
             raise _gzip_error(path, None, exc, error) from None
+    if limit is not None and len(data) > limit:
+        raise _too_large(path, None, limit, error)
     if len(data) > max_bytes:
         raise error(path, None, f"larger than {max_bytes} bytes")
     return data

@@ -3,10 +3,9 @@ OpenAPI 3 schema at /api/schema/ and its documentation at /api/docs/ (Swagger UI
 assets served from static files: nothing is fetched from elsewhere)."""
 from django.urls import include, path, re_path
 from drf_spectacular.utils import extend_schema
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
-from rest_framework.decorators import api_view, permission_classes
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
+from rest_framework.decorators import api_view
 from rest_framework.exceptions import NotFound
-from rest_framework.permissions import AllowAny
 from rest_framework.routers import DefaultRouter
 
 from crowd import api as crowd_api
@@ -36,9 +35,9 @@ router.register("uploads", uploads_api.UploadViewSet, basename="upload")
 
 @extend_schema(exclude=True)
 @api_view(["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"])
-@permission_classes([AllowAny])
 def not_found(request, rest=""):
-    """Any other address under /api/: a JSON 404, like every other API error."""
+    """Any other address under /api/: a JSON 404, like every other API error (open to
+    anyone: common.roles)."""
     raise NotFound(f"no API endpoint at {request.path} (addresses end with /; see /api/docs/)")
 
 
@@ -58,7 +57,7 @@ urlpatterns = [
          name="judgment-list"),
     path("judgment-sets/<str:name>/qrels/", judging_api.QrelsExport.as_view(), name="qrels-export"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
+    path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api:schema"), name="docs"),
     path("", include(router.urls)),
-    re_path(r"^(?P<rest>.*)$", not_found),
+    re_path(r"^(?P<rest>.*)$", not_found, name="not-found"),
 ]

@@ -4,9 +4,11 @@ Embedded defaults: a SQLite file and Celery's filesystem broker (no server neede
 Point the same service at PostgreSQL and Redis with DATABASE_URL and CELERY_BROKER_URL.
 SECRET_KEY is required whenever DEBUG is off.
 """
+from datetime import timedelta
 from pathlib import Path
 
 import environ
+from csp.constants import NONE, SELF, UNSAFE_INLINE
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -40,6 +42,7 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "jobs",
     "crowd",
     "retrieval",
     "pooling",
@@ -50,6 +53,7 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "axes",
 ]
 
 MIDDLEWARE = [
@@ -61,6 +65,11 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
+    # who may open which page: the table in common.roles (the API's is its permission class)
+    "common.roles.RolesMiddleware",
+    # sign-in throttling; last, as django-axes asks
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -102,6 +111,39 @@ else:
         DATABASES["default"].setdefault("OPTIONS", {})["prepare_threshold"] = None
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- Sign-in throttling (django-axes) ----------------------------------------------------
+# After AXES_FAILURE_LIMIT failed sign-ins for one user name from one address, that pair is
+# refused (HTTP 429) for AXES_COOLOFF_MINUTES; a successful sign-in resets the count.
+# `manage.py axes_reset` lifts every lock. API tokens are not passwords: not throttled.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env.int("AXES_FAILURE_LIMIT", default=5)
+AXES_COOLOFF_TIME = timedelta(minutes=env.int("AXES_COOLOFF_MINUTES", default=15))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_VERBOSE = False
+
+# --- Content-Security-Policy (django-csp) ------------------------------------------------
+# Scripts only from the app's own static files (no inline script anywhere). Styles may be
+# inline: the figures are matplotlib SVG put in the page, drawn with style attributes.
+# Forms post here, or to MTurk's two hosts (a finished MTurk worker posts the HIT back).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF, UNSAFE_INLINE],
+        "img-src": [SELF, "data:"],
+        "font-src": [SELF, "data:"],
+        "connect-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "frame-ancestors": [NONE],
+        "form-action": [SELF, "https://www.mturk.com", "https://workersandbox.mturk.com"],
+    },
+}
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -146,9 +188,9 @@ if not DEBUG:
         SECURE_PROXY_SSL_HEADER = tuple(_proxy_header)
 
 # --- Celery -----------------------------------------------------------------------------
-# The database is the ledger of work (retrieval chunks, pool builds: rows with a status and
-# a lease); the broker only carries wake-ups, and a reconciler re-queues what a lost
-# message or a dead worker left (retrieval.leases).
+# The database is the ledger of work (retrieval chunks, pool builds, analyses, uploads: rows
+# with a status and a lease, jobs.models.LeasedJob); the broker only carries wake-ups, and a
+# reconciler re-queues what a lost message or a dead worker left (jobs.leases).
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="filesystem://localhost/")
 if CELERY_BROKER_URL.rstrip("/") == "filesystem:":
     CELERY_BROKER_URL = "filesystem://localhost/"  # kombu warns about a missing host otherwise
@@ -195,15 +237,15 @@ if CELERY_RETRIEVAL_QUEUE:
     CELERY_TASK_ROUTES = {
         "retrieval.tasks.chunk_retrieve_task": {"queue": CELERY_RETRIEVAL_QUEUE},
     }
-# The reconciler runs when a worker starts, every minute here (celery beat, or
-# `celery worker -B`), and on demand with `manage.py recover`.
+# The reconciler (jobs.services.reconcile_all, every kind of job) runs when a worker
+# starts, every JOB_RECONCILE_SECONDS under celery beat, and on demand with
+# `manage.py recover`. A scheduled message expires after one interval: with no worker to
+# take it, the next one replaces it instead of piling up behind it.
+JOB_RECONCILE_SECONDS = env.float("JOB_RECONCILE_SECONDS", default=60.0)
 CELERY_BEAT_SCHEDULE = {
-    "retrieval-chunks-reconcile": {"task": "retrieval.tasks.chunks_reconcile_task",
-                                   "schedule": 60.0},
-    "pooling-pools-reconcile": {"task": "pooling.tasks.pools_reconcile_task", "schedule": 60.0},
-    "evaluation-analyses-reconcile": {"task": "evaluation.tasks.analyses_reconcile_task",
-                                      "schedule": 60.0},
-    "uploads-reconcile": {"task": "uploads.tasks.uploads_reconcile_task", "schedule": 60.0},
+    "jobs-reconcile": {"task": "jobs.tasks.reconcile_all_task", "schedule": JOB_RECONCILE_SECONDS,
+                       "kwargs": {"origin": "beat"},
+                       "options": {"expires": JOB_RECONCILE_SECONDS}},
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
 # A lease is renewed every third of JOB_LEASE_SECONDS while its work runs; a lease that
@@ -221,21 +263,27 @@ ANSERINI_JAVA_HOME = env.str("ANSERINI_JAVA_HOME", default="")
 RETRIEVAL_CHUNK_SIZE = env.int("RETRIEVAL_CHUNK_SIZE", default=200)
 RETRIEVAL_THREADS = env.int("RETRIEVAL_THREADS", default=1)
 MAX_QUERY_CHARS = env.int("MAX_QUERY_CHARS", default=1000)
+# The most bytes one gzip upload or input file may decompress to (common.fileio): a small
+# file that expands past it is refused, naming the file, as soon as it passes the limit.
+MAX_DECOMPRESSED_BYTES = env.int("MAX_DECOMPRESSED_BYTES", default=1 << 30)
 
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
+    # django-axes logs every sign-in at INFO; failures and lock-outs are warnings
+    "loggers": {"axes": {"level": "WARNING"}},
 }
 
-# --- API for scripts (/api/): token auth, staff-only writes, bounded pages --------------
+# --- API for scripts (/api/): token auth, roles from common.roles, bounded pages ---------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["common.api.ReadAuthenticatedWriteStaff"],
+    # who may call which route: the table in common.roles
+    "DEFAULT_PERMISSION_CLASSES": ["common.roles.RolePermission"],
     "DEFAULT_PAGINATION_CLASS": "common.api.Pages",
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
@@ -247,9 +295,12 @@ REST_FRAMEWORK = {
 SPECTACULAR_SETTINGS = {
     "TITLE": "IR test collections with user query variability",
     "DESCRIPTION": "Topic sets, query variants, runs, pools, judging and evaluations. "
-                   "Authenticate with `Authorization: Token <key>`; writes need a staff account.",
+                   "Authenticate with `Authorization: Token <key>`. An organiser (staff) "
+                   "account reads and writes everything; any other account reads only the "
+                   "judging tasks it judges and its own labels in them.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["common.roles.RolePermission"],  # the schema and docs: public there
     "SWAGGER_UI_DIST": "SIDECAR",  # UI assets served from static files, never a CDN
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
@@ -258,7 +309,7 @@ SPECTACULAR_SETTINGS = {
         "RetrievalModelKindEnum": "retrieval.models.RetrievalModel.KIND_CHOICES",
         "AnalysisKindEnum": "evaluation.models.Analysis.KIND_CHOICES",
         "CollectionStatusEnum": "retrieval.models.Collection.STATUS_CHOICES",
-        "JobStatusEnum": "retrieval.leases.STATUS_CHOICES",
+        "JobStatusEnum": "jobs.leases.STATUS_CHOICES",
         "JudgingOrderEnum": "judging.models.JudgingTask.ORDER_CHOICES",
         "JudgingModeEnum": "judging.models.JudgingTask.MODE_CHOICES",
         "RankingOrderEnum": "evaluation.measures.runs.ORDERS",

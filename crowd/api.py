@@ -3,16 +3,18 @@ variants (read; organisers import topics and variants through the same services 
 import commands), and studies (organisers: list, read, create)."""
 from __future__ import annotations
 
+from django.db.models import Q
 from django.http import Http404
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics, mixins, serializers, status, viewsets
 from rest_framework.response import Response
 
-from common.api import StaffOnly, lookup, name_field, service_call
+from common.api import KeysetPages, lookup, name_field, service_call
 from common.fileio import clean_name
 from crowd import selectors, services
-from crowd.models import Study
+from crowd.models import Intent, Study, Topic
+from crowd.naturalsort import natural_sort_key
 from crowd.topicfiles import IntentRecord, TopicRecord
 from crowd.variantfiles import VariantRecord
 
@@ -21,8 +23,8 @@ class TopicSetSerializer(serializers.Serializer):
     name = serializers.CharField()
     created = serializers.DateTimeField()
     topics_count = serializers.IntegerField(source="n_topics")
-    answers_count = serializers.IntegerField(source="n_answers", allow_null=True,
-                                             help_text="sum of the variants' counts")
+    answers_count = serializers.IntegerField(source="n_answers",
+                                             help_text="sum of the variants' counts (0 for none)")
 
 
 class IntentSerializer(serializers.Serializer):
@@ -154,10 +156,12 @@ class TopicSetViewSet(viewsets.ReadOnlyModelViewSet):
 
 
 class TopicList(generics.ListAPIView):
-    """The topics of a set in natural topic-id order, with statements and intents.
+    """The topics of a set in natural topic-id order, with statements and intents, a page
+    at a time: ``next`` continues after the last topic (``?after=<topic id>``).
     Posting topics imports them (all or nothing; the set is created if missing)."""
 
     serializer_class = TopicSerializer
+    pagination_class = KeysetPages
 
     @extend_schema(request=TopicsImportSerializer, responses={201: TopicsImportedSerializer})
     def post(self, request, name):
@@ -172,7 +176,14 @@ class TopicList(generics.ListAPIView):
 
     def get_queryset(self):
         ts = _topic_set(self.kwargs["name"])
-        return selectors.topic_list(ts.name)
+        return (Topic.objects.filter(topic_set=ts).order_by("sort_key")
+                .prefetch_related("statements", "intents"))
+
+    def keyset_filter(self, queryset, after):
+        return queryset.filter(sort_key__gt=natural_sort_key(after))
+
+    def keyset_after(self, topic) -> str:
+        return topic.topic_id
 
 
 class TopicDetail(generics.RetrieveAPIView):
@@ -180,21 +191,30 @@ class TopicDetail(generics.RetrieveAPIView):
 
     def get_object(self):
         ts = _topic_set(self.kwargs["name"])
-        topic_id = self.kwargs["topic_id"]
-        for topic in selectors.topic_list(ts.name):
-            if topic.topic_id == topic_id:
-                return topic
-        raise Http404(f"topic set {ts.name!r} has no topic {topic_id!r}")
+        return lookup(lambda tid: selectors.topic_get(ts, tid), self.kwargs["topic_id"], "topic")
 
 
 class IntentList(generics.ListAPIView):
-    """Every intent (subtopic) of a topic set, by topic."""
+    """Every intent (subtopic) of a topic set, by topic in natural order, a page at a
+    time: ``next`` continues after the last topic of the page (``?after=<topic id>``)."""
 
     serializer_class = TopicIntentSerializer
+    pagination_class = KeysetPages
 
     def get_queryset(self):
         ts = _topic_set(self.kwargs["name"])
-        return [i for t in selectors.topic_list(ts.name) for i in t.intents.all()]
+        return (Intent.objects.filter(topic__topic_set=ts).select_related("topic")
+                .order_by("topic__sort_key", "intent_id"))
+
+    def keyset_filter(self, queryset, after):
+        # "<topic id>" or "<topic id> <intent id>" (ids have no spaces)
+        topic_id, _, intent_id = after.partition(" ")
+        key = natural_sort_key(topic_id)
+        return queryset.filter(Q(topic__sort_key__gt=key)
+                               | Q(topic__sort_key=key, intent_id__gt=intent_id))
+
+    def keyset_after(self, intent) -> str:
+        return f"{intent.topic.topic_id} {intent.intent_id}"
 
 
 TOPIC_PARAM = OpenApiParameter("topic", str, description="only this topic id")
@@ -274,8 +294,6 @@ class StudyViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
     """Studies collecting query variants (organisers only: they hold completion codes)."""
 
     lookup_value_regex = "[^/]+"
-
-    permission_classes = [StaffOnly]
 
     def get_queryset(self):
         return selectors.study_list().order_by("-created", "-id")

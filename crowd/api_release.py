@@ -4,7 +4,7 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework.exceptions import ValidationError
 from rest_framework.views import APIView
 
-from common.api import ERROR_STATUSES, StaffOnly, lookup
+from common.api import ERROR_STATUSES, lookup
 from crowd import selectors
 from crowd.release import LICENCES, ReleaseError
 from crowd.services.release import release_archive
@@ -14,9 +14,7 @@ from crowd.views_release import archive_response
 class ReleaseExport(APIView):
     """The release of a topic set (``export_collection``'s archive): topics, variants with
     pseudonymous workers, runs, pools, labels, qrels, figures, datasheet, citation,
-    licence and manifest. Staff only."""
-
-    permission_classes = [StaffOnly]
+    licence and manifest. Staff only (``common.roles.API``)."""
 
     @extend_schema(parameters=[
         OpenApiParameter("licence", str, required=True, enum=list(LICENCES),

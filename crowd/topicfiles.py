@@ -89,10 +89,11 @@ class TopicRecord:
 # --- file access -------------------------------------------------------------------
 
 
-def open_lines(path: str | Path, encoding: str = "utf-8") -> Iterator[tuple[int, str]]:
+def open_lines(path: str | Path, encoding: str = "utf-8", progress=None
+               ) -> Iterator[tuple[int, str]]:
     """Yield ``(line_number, text)`` (see :func:`common.fileio.open_lines`); errors are
     :class:`ParseError`."""
-    return fileio.open_lines(path, encoding=encoding, error=ParseError)
+    return fileio.open_lines(path, encoding=encoding, error=ParseError, progress=progress)
 
 
 def topic_id_check(value: str, source: str, line: int | None, what: str = "topic id") -> str:
@@ -146,6 +147,40 @@ def read_topics(path: str | Path, fmt: str, *, ids: str = "given",
     return records
 
 
+def iter_topics(path: str | Path, fmt: str, *, ids: str = "given", encoding: str = "utf-8",
+                progress=None) -> Iterator[TopicRecord]:
+    """The records of a topic file one at a time, in file order, for imports of any size
+    (:func:`crowd.services.topics_import` writes them in batches).
+
+    Unlike :func:`read_topics` nothing is held for the whole file: a ``tsv`` file gives
+    one record per row (rows of one id are merged by the import, which also finds ids
+    repeated in other formats). ``progress(fraction)`` hears how much of the file has been
+    read. XML files and ``ids="position"`` are read whole first (their records need the
+    whole file); every error is the same :class:`ParseError` as :func:`read_topics` gives.
+    """
+    if fmt not in TOPIC_FORMATS:
+        raise ValueError(f"unknown topic format {fmt!r}; expected one of {TOPIC_FORMATS}")
+    if fmt == "webxml" or ids == "position":
+        yield from read_topics(path, fmt, ids=ids, encoding=encoding)
+        return
+    if ids != "given":
+        raise ValueError(f"ids must be 'given' or 'position', not {ids!r}")
+    source = str(path)
+    lines = open_lines(path, encoding, progress)
+    if fmt == "tsv":
+        records = tsv_rows(lines, source, delimiter=_delimiter_for(path))
+    elif fmt == "smart":
+        records = smart_records(lines, source)
+    else:
+        records = trec_records(lines, source)
+    empty = True
+    for record in records:
+        empty = False
+        yield record
+    if empty:
+        raise ParseError(source, None, f"no topics found (format {fmt})")
+
+
 def _as_dict(record: TopicRecord) -> dict:
     return {f: getattr(record, f) for f in record.__dataclass_fields__}
 
@@ -197,14 +232,10 @@ def split_rows(
         yield number, [c.strip() for c in cells]
 
 
-def parse_tsv(
+def tsv_rows(
     lines: Iterable[tuple[int, str]], source: str, *, delimiter: str | None = None
-) -> list[TopicRecord]:
-    """``id, statement[, title]`` rows; see the module docstring."""
-    order: list[str] = []
-    first_line: dict[str, int] = {}
-    titles: dict[str, str] = {}
-    statements: dict[str, list[str]] = {}
+) -> Iterator[TopicRecord]:
+    """Each ``id, statement[, title]`` row as a record with one statement, checked."""
     first_row = True
     for number, cells in split_rows(lines, source, delimiter):
         if first_row:
@@ -224,6 +255,20 @@ def parse_tsv(
             raise ParseError(source, number, f"empty statement for topic {topic_id!r}")
         text_check(statement, "the statement", source, number)
         text_check(title, "the title", source, number)
+        yield TopicRecord(topic_id=topic_id, title=title, statements=(statement,),
+                          source=source, line=number)
+
+
+def parse_tsv(
+    lines: Iterable[tuple[int, str]], source: str, *, delimiter: str | None = None
+) -> list[TopicRecord]:
+    """``id, statement[, title]`` rows; see the module docstring."""
+    order: list[str] = []
+    first_line: dict[str, int] = {}
+    titles: dict[str, str] = {}
+    statements: dict[str, list[str]] = {}
+    for row in tsv_rows(lines, source, delimiter=delimiter):
+        topic_id, title, statement, number = row.topic_id, row.title, row.statements[0], row.line
         if topic_id not in first_line:
             order.append(topic_id)
             first_line[topic_id] = number
@@ -257,28 +302,32 @@ _SMART_FIELD = re.compile(r"^\.([A-Z])(?:\s+(.*))?$")
 
 def parse_smart(lines: Iterable[tuple[int, str]], source: str) -> list[TopicRecord]:
     """SMART tagged query records; see the module docstring."""
-    records: list[TopicRecord] = []
+    records = list(smart_records(lines, source))
+    _check_unique(records, source)
+    return records
+
+
+def smart_records(lines: Iterable[tuple[int, str]], source: str) -> Iterator[TopicRecord]:
+    """:func:`parse_smart` one record at a time (repeated ids are not looked for)."""
     current: dict | None = None
     fieldname: str | None = None
 
-    def finish() -> None:
+    def finish() -> TopicRecord | None:
         if current is None:
-            return
+            return None
         text = _clean(" ".join(current["W"]))
         if not text:
             raise ParseError(source, current["line"], f"query {current['id']!r} has no .W text")
         text_check(text, "the .W text", source, current["line"])
         title = text_check(_clean(" ".join(current["T"])), "the .T title", source,
                            current["line"])
-        records.append(
-            TopicRecord(
-                topic_id=current["id"],
-                title=title or text,
-                description=text,
-                statements=(text,),
-                source=source,
-                line=current["line"],
-            )
+        return TopicRecord(
+            topic_id=current["id"],
+            title=title or text,
+            description=text,
+            statements=(text,),
+            source=source,
+            line=current["line"],
         )
 
     for number, text in lines:
@@ -286,7 +335,9 @@ def parse_smart(lines: Iterable[tuple[int, str]], source: str) -> list[TopicReco
         if match:
             tag, rest = match.group(1), (match.group(2) or "").strip()
             if tag == "I":
-                finish()
+                done = finish()
+                if done is not None:
+                    yield done
                 if not rest or len(rest.split()) != 1:
                     raise ParseError(source, number,
                                      f"'.I' needs one id, found {quote(text.strip(), 80)}")
@@ -308,9 +359,9 @@ def parse_smart(lines: Iterable[tuple[int, str]], source: str) -> list[TopicReco
             raise ParseError(source, number, f"text after .I {current['id']} outside a field")
         if fieldname in ("W", "T"):
             current[fieldname].append(text)
-    finish()
-    _check_unique(records, source)
-    return records
+    done = finish()
+    if done is not None:
+        yield done
 
 
 _TREC_TAG = re.compile(r"<(/?)([A-Za-z]+)>")
@@ -325,7 +376,13 @@ _TREC_LABELS = {
 
 def parse_trec(lines: Iterable[tuple[int, str]], source: str) -> list[TopicRecord]:
     """TREC ``<top>`` topics; see the module docstring."""
-    records: list[TopicRecord] = []
+    records = list(trec_records(lines, source))
+    _check_unique(records, source)
+    return records
+
+
+def trec_records(lines: Iterable[tuple[int, str]], source: str) -> Iterator[TopicRecord]:
+    """:func:`parse_trec` one record at a time (repeated ids are not looked for)."""
     block: list[tuple[int, str]] | None = None
     block_line = 0
     for number, text in lines:
@@ -339,7 +396,7 @@ def parse_trec(lines: Iterable[tuple[int, str]], source: str) -> list[TopicRecor
                 if rest.strip():
                     block.append((number, rest))
                 if rest.rstrip().lower().endswith("</top>"):
-                    records.append(_trec_record(block, source, block_line))
+                    yield _trec_record(block, source, block_line)
                     block = None
                 continue
             raise ParseError(source, number, f"expected <top>, found {quote(stripped, 40)}")
@@ -347,14 +404,12 @@ def parse_trec(lines: Iterable[tuple[int, str]], source: str) -> list[TopicRecor
             raise ParseError(source, number, f"<top> inside the topic opened on line {block_line}")
         if stripped.lower().endswith("</top>"):
             block.append((number, text[: text.lower().rfind("</top>")]))
-            records.append(_trec_record(block, source, block_line))
+            yield _trec_record(block, source, block_line)
             block = None
             continue
         block.append((number, text))
     if block is not None:
         raise ParseError(source, block_line, "<top> is never closed with </top>")
-    _check_unique(records, source)
-    return records
 
 
 def _trec_record(block: list[tuple[int, str]], source: str, block_line: int) -> TopicRecord:

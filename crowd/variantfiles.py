@@ -37,12 +37,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Iterator
 
 from common import fileio
 from common.fileio import plain_name, quote
 from crowd.normalise import normalise_query
-from crowd.topicfiles import ParseError, open_lines, split_rows, topic_id_check
+from crowd.topicfiles import ParseError, split_rows, topic_id_check
 
 VARIANT_FORMATS = ("uqv100", "robust04-uqv", "tsv")
 MAX_QUERY_CHARS = 1000
@@ -64,20 +64,31 @@ class VariantRecord:
 
 def read_variants(path: str | Path, fmt: str, *, encoding: str = "utf-8") -> list[VariantRecord]:
     """Read a variant file in one of :data:`VARIANT_FORMATS`."""
+    return list(iter_variants(path, fmt, encoding=encoding))
+
+
+def iter_variants(path: str | Path, fmt: str, *, encoding: str = "utf-8",
+                  progress=None) -> Iterator[VariantRecord]:
+    """The records of a variant file one at a time, in file order (for imports of any
+    size: :func:`crowd.services.variants_import` writes them in batches);
+    ``progress(fraction)`` hears how much of the file has been read."""
     source = str(path)
     if fmt not in VARIANT_FORMATS:
         raise ValueError(f"unknown variant format {fmt!r}; expected one of {VARIANT_FORMATS}")
-    lines = open_lines(path, encoding)
+    lines = fileio.open_lines(path, encoding=encoding, error=ParseError, progress=progress)
     if fmt == "uqv100":
-        records = parse_uqv100(lines, source)
+        records = uqv100_records(lines, source)
     elif fmt == "robust04-uqv":
-        records = parse_robust04_uqv(lines, source)
+        records = robust04_uqv_records(lines, source)
     else:
         delimiter = "," if plain_name(path).endswith(".csv") else "\t"
-        records = parse_tsv(lines, source, delimiter=delimiter)
-    if not records:
+        records = tsv_records(lines, source, delimiter=delimiter)
+    empty = True
+    for record in records:
+        empty = False
+        yield record
+    if empty:
         raise ParseError(source, None, f"no query variants found (format {fmt})")
-    return records
 
 
 def _raw_query(text: str, source: str, number: int) -> str:
@@ -115,8 +126,11 @@ _UQV_TOPIC = re.compile(r"^UQV100\.\d+$")
 
 
 def parse_uqv100(lines: Iterable[tuple[int, str]], source: str) -> list[VariantRecord]:
+    return list(uqv100_records(lines, source))
+
+
+def uqv100_records(lines: Iterable[tuple[int, str]], source: str) -> Iterator[VariantRecord]:
     """UQV100 answers; see the module docstring for the accepted layout."""
-    records = []
     for number, text in lines:
         if not text.strip():
             continue
@@ -143,7 +157,7 @@ def parse_uqv100(lines: Iterable[tuple[int, str]], source: str) -> list[VariantR
         count = _count(fields[-1], source, number)
         variant_id = topic_id_check("|".join(fields[:t]) or f"{topic_id}:{number}", source,
                                     number, "variant id")
-        records.append(
+        yield (
             VariantRecord(
                 topic_id=topic_id,
                 raw=_raw_query(query, source, number),
@@ -155,15 +169,17 @@ def parse_uqv100(lines: Iterable[tuple[int, str]], source: str) -> list[VariantR
                 line=number,
             )
         )
-    return records
 
 
 _ROBUST_ID = re.compile(r"^(\w+)-(\w+)-(\d+)$")
 
 
 def parse_robust04_uqv(lines: Iterable[tuple[int, str]], source: str) -> list[VariantRecord]:
+    return list(robust04_uqv_records(lines, source))
+
+
+def robust04_uqv_records(lines: Iterable[tuple[int, str]], source: str) -> Iterator[VariantRecord]:
     """``topic-user-seq;query`` lines; see the module docstring."""
-    records = []
     seen: dict[str, int] = {}
     for number, text in lines:
         if not text.strip():
@@ -183,7 +199,7 @@ def parse_robust04_uqv(lines: Iterable[tuple[int, str]], source: str) -> list[Va
             )
         seen[variant_id] = number
         topic_id, user = match.group(1), match.group(2)
-        records.append(
+        yield (
             VariantRecord(
                 topic_id=topic_id,
                 raw=_raw_query(query, source, number),
@@ -194,7 +210,6 @@ def parse_robust04_uqv(lines: Iterable[tuple[int, str]], source: str) -> list[Va
                 line=number,
             )
         )
-    return records
 
 
 _HEADER_TOPICS = {"topic", "topic_id", "topicid", "qid", "query_id"}
@@ -204,7 +219,13 @@ def parse_tsv(
     lines: Iterable[tuple[int, str]], source: str, *, delimiter: str = "\t"
 ) -> list[VariantRecord]:
     """``topic, query[, worker[, count]]`` rows; see the module docstring."""
-    records = []
+    return list(tsv_records(lines, source, delimiter=delimiter))
+
+
+def tsv_records(
+    lines: Iterable[tuple[int, str]], source: str, *, delimiter: str = "\t"
+) -> Iterator[VariantRecord]:
+    """:func:`parse_tsv` one record at a time."""
     first = True
     for number, cells in split_rows(lines, source, delimiter):
         if first:
@@ -220,7 +241,7 @@ def parse_tsv(
         topic_id = topic_id_check(cells[0], source, number)
         worker_id = _worker(cells[2], source, number) if len(cells) > 2 and cells[2] else ""
         count = _count(cells[3], source, number) if len(cells) > 3 and cells[3] else 1
-        records.append(
+        yield (
             VariantRecord(
                 topic_id=topic_id,
                 raw=_raw_query(cells[1], source, number),
@@ -230,4 +251,3 @@ def parse_tsv(
                 line=number,
             )
         )
-    return records

@@ -3,13 +3,11 @@
 Workers are identified by the browser that arrived with their link (a signed cookie holding
 the participant's secret token); every page after the entry resolves the participant from
 that cookie only, so no URL names another
-worker's data. Organiser pages need a staff account.
+worker's data. Organiser pages need a staff account (the table in common.roles).
 """
-import csv
 import json
 
 from django.conf import settings
-from django.contrib.auth.decorators import user_passes_test
 from django.http import Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -19,9 +17,7 @@ from django.views.decorators.http import require_http_methods
 from crowd import quality, selectors, services
 from crowd.forms import AnswerForm, ConsentForm
 from crowd.models import Assignment, Participant, Study, TopicSet
-from crowd.spreadsheet import spreadsheet_row
-
-staff_required = user_passes_test(lambda u: u.is_active and u.is_staff)
+from common.spreadsheet import spreadsheet_writer, tsv_writer
 
 
 # A worker's browser holds "participant id.token" in a signed cookie scoped to the study's
@@ -256,20 +252,20 @@ def index(request):
     })
 
 
-@staff_required
 def topic_set_detail(request, pk):
+    """The topics of a set, a page at a time in natural order (``?after=<topic id>``)."""
     topic_set = get_object_or_404(TopicSet, pk=pk)
+    after = request.GET.get("after") or None
+    topics, next_after = selectors.topic_page(topic_set, after=after)
     return render(request, "crowd/topic_set.html", {
-        "topic_set": topic_set, "topics": selectors.topic_summary_list(topic_set),
+        "topic_set": topic_set, "topics": topics, "after": after, "next_after": next_after,
     })
 
 
-@staff_required
 def study_list(request):
     return render(request, "crowd/study_list.html", {"studies": selectors.study_list()})
 
 
-@staff_required
 def study_progress(request, pk):
     study = get_object_or_404(Study.objects.select_related("topic_set"), pk=pk)
     entry = request.build_absolute_uri(reverse("crowd:study_entry", kwargs={"slug": study.slug}))
@@ -278,7 +274,6 @@ def study_progress(request, pk):
     })
 
 
-@staff_required
 def study_variants(request, pk):
     study = get_object_or_404(Study, pk=pk)
     return render(request, "crowd/study_variants.html", {
@@ -291,7 +286,6 @@ class _Echo:
         return value
 
 
-@staff_required
 def study_export(request, pk, fmt):
     study = get_object_or_404(Study, pk=pk)
     rows = selectors.study_export_rows(study)
@@ -300,13 +294,14 @@ def study_export(request, pk, fmt):
         resp = HttpResponse(json.dumps(list(rows), ensure_ascii=False, indent=1),
                             content_type="application/json; charset=utf-8")
     elif fmt in ("csv", "tsv"):
-        writer = csv.DictWriter(_Echo(), fieldnames=selectors.STUDY_EXPORT_FIELDS,
-                                delimiter="\t" if fmt == "tsv" else ",", lineterminator="\n")
+        # csv for spreadsheets (formulas neutralised), tsv for scripts (text exactly)
+        writer = (tsv_writer if fmt == "tsv" else spreadsheet_writer)(
+            _Echo(), selectors.STUDY_EXPORT_FIELDS)
 
         def lines():
             yield writer.writeheader()
             for row in rows:
-                yield writer.writerow(spreadsheet_row(row))
+                yield writer.writerow(row)
 
         ctype = "text/tab-separated-values" if fmt == "tsv" else "text/csv"
         resp = StreamingHttpResponse(lines(), content_type=f"{ctype}; charset=utf-8")

@@ -25,7 +25,6 @@ from crowd import selectors
 from crowd.services import study_create
 from crowd.topicfiles import TOPIC_FORMATS
 from crowd.variantfiles import VARIANT_FORMATS
-from crowd.views import staff_required
 
 def _topic_set_choices():
     return [(ts.name, ts.name) for ts in selectors.topic_set_list()]
@@ -110,11 +109,15 @@ class RunUploadForm(_Choices):
 
 class QrelsUploadForm(_Choices):
     file = forms.FileField()
-    format = forms.ChoiceField(choices=[("adhoc", "ad hoc: topic iter docid rel"),
-                                        ("diversity", "diversity: topic subtopic docid rel")])
+    format = forms.ChoiceField(choices=[
+        ("adhoc", "ad hoc: topic iter docid rel"),
+        ("diversity", "diversity: topic subtopic docid rel"),
+        ("smart", "SMART: query docid … (every listed pair relevant; CACM qrels.text, CISI/ADI .REL)"),
+        ("cranqrel", "Cranfield cranqrel: query docid code (grade 5 − code)")])
     name = forms.CharField(max_length=100)
     topic_set = forms.ChoiceField(required=False, help_text="check every topic id is in this set")
-    id_map = forms.ChoiceField(required=False, choices=[("", "—"), ("strip-zeros", "strip-zeros")])
+    id_map = forms.ChoiceField(required=False, choices=[("", "—"), ("strip-zeros", "strip-zeros")],
+                               help_text="strip-zeros: topic 01 becomes 1 (CACM's qrels)")
     encoding = forms.CharField(initial="utf-8", max_length=40)
     dynamic = {"topic_set": _topic_set_choices}
 
@@ -203,7 +206,6 @@ def _upload(request, kind, params, *, background=False):
     return redirect("pooling:qrels_detail", name=result["qrels"])
 
 
-@staff_required
 @require_http_methods(["GET", "POST"])
 def collection_upload(request):
     def action(d, request):
@@ -211,7 +213,6 @@ def collection_upload(request):
     return _form_page(request, CollectionUploadForm, "Upload a collection", action)
 
 
-@staff_required
 def upload_status(request, pk):
     """A background import: its state, a progress bar while it waits or runs, its error."""
     from django.http import Http404
@@ -250,7 +251,6 @@ def _form_page(request, form_class, title, action, template="crowd/organiser_for
                   status=status)
 
 
-@staff_required
 @require_http_methods(["GET", "POST"])
 def topics_upload(request):
     def action(d, request):
@@ -260,7 +260,6 @@ def topics_upload(request):
     return _form_page(request, TopicsUploadForm, "Upload topics", action)
 
 
-@staff_required
 @require_http_methods(["GET", "POST"])
 def variants_upload(request):
     def action(d, request):
@@ -268,7 +267,6 @@ def variants_upload(request):
     return _form_page(request, VariantsUploadForm, "Upload query variants", action)
 
 
-@staff_required
 @require_http_methods(["GET", "POST"])
 def run_upload(request):
     def action(d, request):
@@ -276,7 +274,6 @@ def run_upload(request):
     return _form_page(request, RunUploadForm, "Upload a system run", action)
 
 
-@staff_required
 @require_http_methods(["GET", "POST"])
 def qrels_upload(request):
     def action(d, request):
@@ -284,7 +281,6 @@ def qrels_upload(request):
     return _form_page(request, QrelsUploadForm, "Upload qrels", action)
 
 
-@staff_required
 @require_http_methods(["GET", "POST"])
 def study_new(request):
     def action(d, request):
@@ -299,7 +295,6 @@ def study_new(request):
     return _form_page(request, StudyForm, "Create a study", action)
 
 
-@staff_required
 def study_links(request, pk):
     from django.shortcuts import get_object_or_404
 
@@ -316,7 +311,6 @@ def study_links(request, pk):
     return render(request, "crowd/organiser_study_links.html", {"study": study, "links": links})
 
 
-@staff_required
 @require_http_methods(["GET", "POST"])
 def retrieval_launch(request):
     from retrieval.services import run_create
@@ -329,7 +323,6 @@ def retrieval_launch(request):
     return _form_page(request, RetrievalForm, "Launch retrieval", action)
 
 
-@staff_required
 @require_http_methods(["GET", "POST"])
 def judging_task_new(request):
     from judging.services import judging_task_create
@@ -349,7 +342,6 @@ def _to_project(topic_set_name):
     return redirect("crowd:organiser_project", pk=ts.pk)
 
 
-@staff_required
 def project(request, pk):
     """Where a topic set stands: topics, statements, variants, runs, pools, judging, qrels,
     evaluations, each from its own app's selectors."""
@@ -362,7 +354,6 @@ def project(request, pk):
     from retrieval.selectors import run_list
 
     topic_set = get_object_or_404(TopicSet, pk=pk)
-    topics = selectors.topic_summary_list(topic_set)
     stats = selectors.variant_stats(topic_set.name)
     pools = list(pool_list(topic_set.name).order_by("-pk"))
     pool_ids = {p.pk for p in pools}
@@ -373,8 +364,8 @@ def project(request, pk):
                 if a.params.get("topic_set") == topic_set.name]
     studies = [s for s in selectors.study_list() if s.topic_set_id == topic_set.pk]
     return render(request, "crowd/organiser_project.html", {
-        "topic_set": topic_set, "topics": topics, "stats": stats,
-        "n_statements": sum(t.n_statements for t in topics),
+        "topic_set": topic_set, "stats": stats,
+        "n_statements": topic_set.statements_count,
         "studies": studies,
         "runs": list(run_list(topic_set.name).order_by("-pk")),
         "pools": pools, "tasks": tasks, "qrels": list(qrels_list().order_by("name")),
@@ -383,7 +374,6 @@ def project(request, pk):
     })
 
 
-@staff_required
 def run_export(request, run_id):
     """The run as a TREC run file (the export_run command's writer)."""
     from retrieval.selectors import run_get, run_rankings
@@ -395,7 +385,6 @@ def run_export(request, run_id):
     return _download(out.getvalue(), f"run-{run.id}.txt")
 
 
-@staff_required
 def pool_export(request, ref, fmt):
     """The pool through the export_pool command (txt, csv or trec)."""
     if fmt not in ("txt", "csv", "trec"):
@@ -408,7 +397,6 @@ def pool_export(request, ref, fmt):
     return _download(out.getvalue(), f"pool-{ref}.{fmt}")
 
 
-@staff_required
 def variants_export(request, pk, fmt):
     """Every variant of the topic set through the export_variants command."""
     from crowd.models import TopicSet
@@ -423,7 +411,13 @@ def variants_export(request, pk, fmt):
     return _download(text, f"{ts.name}-variants.{fmt}")
 
 
+#: the media type of a download by its file name's extension
+_MEDIA_TYPES = {"json": "application/json", "csv": "text/csv",
+                "tsv": "text/tab-separated-values"}
+
+
 def _download(text: str, filename: str) -> HttpResponse:
-    response = HttpResponse(text, content_type="text/plain; charset=utf-8")
+    media = _MEDIA_TYPES.get(filename.rsplit(".", 1)[-1], "text/plain")
+    response = HttpResponse(text, content_type=f"{media}; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
     return response

@@ -1,16 +1,16 @@
 """The organiser's release page: the topic set and everything built on it as one
-``.tar.gz`` (the archive ``export_collection`` writes), staff only."""
+``.tar.gz`` (the archive ``export_collection`` writes); staff only (``common.roles.PAGES``)."""
 import shutil
 import tempfile
 
 from django import forms
 from django.http import FileResponse
 from django.shortcuts import get_object_or_404, render
+from django.views.decorators.http import require_http_methods
 
 from crowd.models import TopicSet
 from crowd.release import LICENCES, ReleaseError
 from crowd.services.release import release_archive
-from crowd.views import staff_required
 
 
 class ReleaseForm(forms.Form):
@@ -38,7 +38,7 @@ def archive_response(build, *args, **kwargs) -> FileResponse:
                         content_type="application/gzip")
 
 
-@staff_required
+@require_http_methods(["GET", "POST"])
 def release_download(request, pk):
     """GET: the form; POST: the release archive of the topic set."""
     topic_set = get_object_or_404(TopicSet, pk=pk)

@@ -10,6 +10,10 @@ Budget: ``per_topic`` spends ``budget`` judgments on every topic; otherwise ``bu
 judgments in all, one per topic in turn (topic id order, skipping topics with nothing
 left) so that every topic gets an equal share. Every order offered is deterministic; the
 seed is recorded in the output only.
+
+Knowing when to stop (:mod:`judging.stopping`): :func:`stop_simulation` replays the same
+streams under a stopping rule; :func:`task_recall_estimates` estimates, for a live task,
+the recall of its judgments so far.
 """
 from __future__ import annotations
 
@@ -17,8 +21,13 @@ from collections import defaultdict
 
 import numpy as np
 
-from . import priority
-from .selectors import pool_contributing_rankings, relevance_by_topic
+from . import priority, stopping
+from .selectors import (
+    pool_contributing_rankings,
+    relevance_by_topic,
+    task_judged_sequences,
+    task_topics_stopping,
+)
 
 ORDERS = ("pool", "mtf", "bandit", "bandit-ns", "depth")
 
@@ -33,16 +42,10 @@ def _topic_stream(order, docs, min_rank, rankings, relevant):
         yield rel
 
 
-def judging_simulation(pool, jset, *, order: str, budget: int, per_topic: bool = False,
-                       seed: int = 0) -> dict:
-    """``{"order", "budget", "per_topic", "seed", "topics", "judged", "relevant_found",
-    "curve": [[judged, relevant_found], …]}``, one curve point per judgment."""
+def _pool_streams(pool, jset, order: str) -> dict:
+    """``{topic: judging stream}`` (:func:`_topic_stream`) of every topic of the pool."""
     from pooling.selectors import pool_documents
 
-    if order not in ORDERS:
-        raise ValueError(f"order must be one of {', '.join(ORDERS)}, not {order!r}")
-    if budget < 1:
-        raise ValueError("budget must be at least 1")
     docs: dict[str, list[str]] = defaultdict(list)
     ranks: dict[str, list[int]] = defaultdict(list)
     for d in pool_documents(pool):
@@ -53,9 +56,20 @@ def judging_simulation(pool, jset, *, order: str, budget: int, per_topic: bool =
     rankings = (pool_contributing_rankings(pool) if order in priority.ADAPTIVE_ORDERS
                 else {})
     relevant = relevance_by_topic(jset)
-    topics = sorted(docs)
-    streams = {t: _topic_stream(order, docs[t], np.asarray(ranks[t]), rankings.get(t, []),
-                                relevant.get(t, set())) for t in topics}
+    return {t: _topic_stream(order, docs[t], np.asarray(ranks[t]), rankings.get(t, []),
+                             relevant.get(t, set())) for t in sorted(docs)}
+
+
+def judging_simulation(pool, jset, *, order: str, budget: int, per_topic: bool = False,
+                       seed: int = 0) -> dict:
+    """``{"order", "budget", "per_topic", "seed", "topics", "judged", "relevant_found",
+    "curve": [[judged, relevant_found], …]}``, one curve point per judgment."""
+    if order not in ORDERS:
+        raise ValueError(f"order must be one of {', '.join(ORDERS)}, not {order!r}")
+    if budget < 1:
+        raise ValueError("budget must be at least 1")
+    streams = _pool_streams(pool, jset, order)
+    topics = sorted(streams)
     judged = found = 0
     curve = []
 
@@ -84,3 +98,94 @@ def judging_simulation(pool, jset, *, order: str, budget: int, per_topic: bool =
                     live.remove(t)
     return {"order": order, "budget": budget, "per_topic": per_topic, "seed": seed,
             "topics": len(topics), "judged": judged, "relevant_found": found, "curve": curve}
+
+
+# --- knowing when to stop ---------------------------------------------------------------------
+
+
+def _stop_outcome(rule, seqs: dict[str, list[bool]], stops: dict[str, int | None],
+                  judged: dict[str, int]) -> dict:
+    """The figures of one budget mode: ``judged`` judgments per topic, ``stops`` where the
+    rule fired (None: never)."""
+    rows, early, stopped, with_rel, estimated, covered = [], 0, 0, 0, 0, 0
+    for t, seq in seqs.items():
+        n = judged[t]
+        found, rel = sum(seq[:n]), sum(seq)
+        fired = stops[t] is not None and stops[t] == n
+        stopped += fired
+        est = stopping.estimate(seq[:n], len(seq))
+        if rel:
+            with_rel += 1
+            early += fired and found / rel < rule.target
+            if est.recall_low is not None:
+                estimated += 1
+                covered += est.recall_low <= found / rel <= est.recall_high
+        rows.append({"topic": t, "judged": n, "relevant_found": found,
+                     "relevant_in_pool": rel, "stopped": fired,
+                     "estimate": {k: getattr(est, k) for k in (
+                         "remaining", "remaining_low", "remaining_high", "recall",
+                         "recall_low", "recall_high")}})
+    judged_all = sum(judged.values())
+    pool_size = sum(len(s) for s in seqs.values())
+    found_all = sum(r["relevant_found"] for r in rows)
+    rel_all = sum(r["relevant_in_pool"] for r in rows)
+    return {"judged": judged_all, "pool_size": pool_size,
+            "pool_share": judged_all / pool_size if pool_size else None,
+            "relevant_found": found_all, "relevant_in_pool": rel_all,
+            "recall": found_all / rel_all if rel_all else None,
+            "topics": len(seqs), "topics_with_relevant": with_rel,
+            "stopped": stopped, "stopped_before_target": early,
+            "estimated": estimated, "interval_covers": covered, "per_topic": rows}
+
+
+def stop_simulation(pool, jset, *, order: str, budget: int, rule: str, every: int = 10
+                    ) -> dict:
+    """Where a stopping rule (:func:`judging.stopping.parse_rule`) stops judging the pool
+    in ``order``, with a budget of ``budget`` judgments per topic (``"per_topic"``) and in
+    all, one per topic in turn (``"shared"``), as :func:`judging_simulation` spends them.
+    The rule is tried after every ``every`` judgments of a topic (a live task tries it
+    after each). Per mode: the judgments and recall (of the relevant documents in the
+    pool) where judging stopped, how many topics the rule stopped and how many of them
+    short of the rule's target recall (``stopped_before_target``), and per topic with
+    the estimate (:func:`judging.stopping.estimate`) a live task would show there;
+    ``interval_covers`` counts the topics whose true recall lies in that interval, of
+    the ``estimated`` ones (something relevant found)."""
+    parsed = stopping.parse_rule(rule)
+    if order not in ORDERS:
+        raise ValueError(f"order must be one of {', '.join(ORDERS)}, not {order!r}")
+    if budget < 1:
+        raise ValueError("budget must be at least 1")
+    seqs = {t: list(stream) for t, stream in _pool_streams(pool, jset, order).items()}
+    stops = {t: stopping.first_stop(parsed, seq, len(seq), every=every)
+             for t, seq in seqs.items()}
+    caps = {t: stops[t] or len(seq) for t, seq in seqs.items()}
+    per_topic = {t: min(caps[t], budget) for t in seqs}
+    shared = dict.fromkeys(seqs, 0)
+    live, spent = [t for t in seqs if caps[t]], 0
+    while live and spent < budget:
+        for t in list(live):
+            if spent >= budget:
+                break
+            shared[t] += 1
+            spent += 1
+            if shared[t] >= caps[t]:
+                live.remove(t)
+    return {"rule": str(parsed), "target": parsed.target, "every": every,
+            "shared": _stop_outcome(parsed, seqs, stops, shared),
+            "per_topic": _stop_outcome(parsed, seqs, stops, per_topic)}
+
+
+def task_recall_estimates(task, *, confidence: float = stopping.DEFAULT_CONFIDENCE) -> dict:
+    """What the task page shows: per topic (topic id order) the judged items, the
+    relevant found and :func:`judging.stopping.estimate` of the recall of the pool, with
+    the topic's stop; and all topics together (:func:`judging.stopping.combine`)."""
+    seqs = task_judged_sequences(task)
+    topics = []
+    for t, info in task_topics_stopping(task).items():
+        seq = seqs.get(t, [])
+        topics.append({"topic_id": t, **info,
+                       "estimate": stopping.estimate(seq, max(info["size"], len(seq)),
+                                                     confidence=confidence)})
+    return {"rule": stopping.parse_rule(task.stop_rule) if task.stop_rule else None,
+            "confidence": confidence, "topics": topics,
+            "total": stopping.combine([t["estimate"] for t in topics])}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 
+from django.http import Http404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import generics, mixins, renderers, serializers, status, viewsets
@@ -14,8 +15,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from common.api import lookup, name_field, service_call
+from common.roles import is_staff
 from judging import selectors, services
 from judging.aggregate import AGGREGATES
+from judging.analysis import task_recall_estimates
 from judging.labelfiles import QrelsLine, write_qrels
 from judging.models import JudgingTask, JudgmentSet, Label
 from pooling.selectors import pool_get
@@ -32,7 +35,7 @@ class JudgingTaskSerializer(serializers.ModelSerializer):
         model = JudgingTask
         fields = ["name", "pool", "judgment_set", "mode", "scale", "scale_grades", "redundancy",
                   "order", "batch", "lease_minutes", "per_topic", "assessors", "items_count",
-                  "collection", "created"]
+                  "collection", "stop_rule", "created"]
 
 
 class ProgressCountsSerializer(serializers.Serializer):
@@ -48,15 +51,64 @@ class ProgressSerializer(serializers.Serializer):
     topics = serializers.DictField(child=ProgressCountsSerializer())
 
 
+class EstimateSerializer(serializers.Serializer):
+    """:class:`judging.stopping.Estimate`: recall is at least ``recall_low`` (95%)."""
+
+    judged = serializers.IntegerField()
+    found = serializers.IntegerField()
+    pool = serializers.IntegerField()
+    remaining = serializers.FloatField(allow_null=True)
+    remaining_high = serializers.IntegerField()
+    recall = serializers.FloatField(allow_null=True)
+    recall_low = serializers.FloatField(allow_null=True)
+
+
+class TopicRecallSerializer(serializers.Serializer):
+    estimate = EstimateSerializer()
+    stopped_at = serializers.DateTimeField(allow_null=True)
+    stop_note = serializers.CharField(allow_blank=True)
+    resumed = serializers.BooleanField()
+
+
+class RecallSerializer(serializers.Serializer):
+    rule = serializers.CharField(allow_null=True)
+    total = EstimateSerializer(allow_null=True)
+    topics = serializers.DictField(child=TopicRecallSerializer())
+
+
 class JudgingTaskDetailSerializer(JudgingTaskSerializer):
     progress = serializers.SerializerMethodField()
+    recall = serializers.SerializerMethodField()
 
     class Meta(JudgingTaskSerializer.Meta):
-        fields = JudgingTaskSerializer.Meta.fields + ["progress"]
+        fields = JudgingTaskSerializer.Meta.fields + ["progress", "recall"]
 
     @extend_schema_field(ProgressSerializer)
     def get_progress(self, task) -> dict:
         return selectors.task_progress(task)
+
+    @extend_schema_field(RecallSerializer)
+    def get_recall(self, task) -> dict:
+        """The estimated recall of the pool per topic and overall (the task page's)."""
+        est = task_recall_estimates(task)
+        return RecallSerializer({
+            "rule": str(est["rule"]) if est["rule"] else None, "total": est["total"],
+            "topics": {t["topic_id"]: t for t in est["topics"]}}).data
+
+
+class AssessorTaskSerializer(JudgingTaskSerializer):
+    """A task as its assessor sees it: not who else judges it."""
+
+    class Meta(JudgingTaskSerializer.Meta):
+        fields = [f for f in JudgingTaskSerializer.Meta.fields if f != "assessors"]
+
+
+class AssessorTaskDetailSerializer(JudgingTaskDetailSerializer):
+    """Not who else judges it, nor what their judgments found (the recall estimate)."""
+
+    class Meta(JudgingTaskDetailSerializer.Meta):
+        fields = [f for f in JudgingTaskDetailSerializer.Meta.fields
+                  if f not in ("assessors", "recall")]
 
 
 class JudgingTaskCreateSerializer(serializers.Serializer):
@@ -79,6 +131,9 @@ class JudgingTaskCreateSerializer(serializers.Serializer):
     assessors = serializers.ListField(child=serializers.CharField(max_length=200), default=list,
                                       max_length=10000)
     per_topic = serializers.IntegerField(min_value=1, max_value=100000, required=False, allow_null=True)
+    stop_rule = serializers.CharField(
+        max_length=40, required=False, allow_blank=True, default="",
+        help_text="recall:TARGET:CONFIDENCE (e.g. recall:0.9:0.95) or knee; empty: none")
 
 
 class JudgmentSetSerializer(serializers.ModelSerializer):
@@ -115,25 +170,48 @@ def task_or_404(name: str) -> JudgingTask:
     return lookup(selectors.task_get, name, "judging task")
 
 
+def assessor_task_or_404(request, name: str) -> JudgingTask:
+    """The task for an organiser; for an assessor only a task that admits them (a 404 that
+    names no other task otherwise)."""
+    if is_staff(request.user):
+        return task_or_404(name)
+    user = request.user.get_username()
+    try:
+        task = selectors.task_get(name)
+    except ValueError:
+        task = None
+    if task is None or not selectors.task_judged_by(task, user):
+        raise Http404(f"no judging task {name!r} that you judge")
+    return task
+
+
 def judgment_set_or_404(name: str) -> JudgmentSet:
     return lookup(selectors.judgment_set_get, name, "judgment set")
 
 
 class JudgingTaskViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
-    """Judging tasks, newest first, by name; a task's detail carries its progress."""
+    """Judging tasks, newest first, by name; a task's detail carries its progress. An
+    assessor sees only the tasks they judge, without the other assessors' names."""
 
     lookup_field = "name"
     lookup_value_regex = "[^/]+"
 
     def get_serializer_class(self):
-        return {"create": JudgingTaskCreateSerializer,
-                "retrieve": JudgingTaskDetailSerializer}.get(self.action, JudgingTaskSerializer)
+        if self.action == "create":
+            return JudgingTaskCreateSerializer
+        # the schema documents the organiser's view (it is generated with a fake view)
+        staff = getattr(self, "swagger_fake_view", False) or is_staff(self.request.user)
+        if self.action == "retrieve":
+            return JudgingTaskDetailSerializer if staff else AssessorTaskDetailSerializer
+        return JudgingTaskSerializer if staff else AssessorTaskSerializer
 
     def get_queryset(self):
-        return selectors.task_list().select_related("collection")
+        if is_staff(self.request.user):
+            return selectors.task_list().select_related("collection")
+        return selectors.task_list_judged_by(self.request.user.get_username())
 
     def get_object(self):
-        return task_or_404(self.kwargs["name"])
+        return assessor_task_or_404(self.request, self.kwargs["name"])
 
     @extend_schema(request=JudgingTaskCreateSerializer, responses={201: JudgingTaskSerializer})
     def create(self, request, *args, **kwargs):
@@ -144,7 +222,7 @@ class JudgingTaskViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet)
             services.judging_task_create, pool=pool_get(d["pool"]), name=d["name"], mode=d["mode"],
             scale=d["scale"], custom_grades=d.get("custom_grades"), redundancy=d["redundancy"],
             order=d["order"], batch=d["batch"], lease_minutes=d["lease_minutes"],
-            assessors=d["assessors"], per_topic=d.get("per_topic"))
+            assessors=d["assessors"], per_topic=d.get("per_topic"), stop_rule=d["stop_rule"])
         return Response(JudgingTaskSerializer(task).data, status=status.HTTP_201_CREATED)
 
 
@@ -168,15 +246,26 @@ class JudgmentSetViewSet(viewsets.ReadOnlyModelViewSet):
                      "(default: the labels that count)"),
 ])
 class JudgmentList(generics.ListAPIView):
-    """The labels of a judgment set in the order made: by default the current ones."""
+    """The labels of a judgment set in the order made: by default the current ones. An
+    assessor reads only their own labels, in the set of a task they judge."""
 
     serializer_class = JudgmentSerializer
 
     def get_queryset(self):
-        jset = judgment_set_or_404(self.kwargs["name"])
+        name = self.kwargs["name"]
+        if is_staff(self.request.user):
+            jset = judgment_set_or_404(name)
+            qs = Label.objects.filter(judgment_set=jset)
+        else:
+            user = self.request.user.get_username()
+            task = (JudgingTask.objects.filter(judgment_set__name=name)
+                    .select_related("judgment_set").first())
+            if task is None or not selectors.task_judged_by(task, user):
+                raise Http404(f"no judgment set {name!r} of a task that you judge")
+            qs = Label.objects.filter(judgment_set=task.judgment_set, assessor=user)
         history = _flag(self.request, "history")
         topic = self.request.query_params.get("topic")
-        qs = Label.objects.filter(judgment_set=jset).order_by("id")
+        qs = qs.order_by("id")
         if not history:
             qs = qs.filter(current=True, withdrawn=False)
         return qs.filter(topic_id=topic) if topic else qs

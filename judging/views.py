@@ -1,7 +1,8 @@
 """Pages of the judging app: assessors judge, organisers follow progress, crowd workers
 judge a published task.
 
-Three kinds of visitor, kept apart:
+Three kinds of visitor, kept apart (who reaches which page is the table in common.roles;
+the views here decide which rows each sees):
 
 - assessors (signed-in accounts) reach a task when it lists them, or when it lists no one
   and is not published to the crowd; they judge as their user name and see only their own
@@ -24,17 +25,22 @@ from collections import OrderedDict
 
 from django.conf import settings
 from django.core import signing
-from django.contrib.auth.decorators import login_required, user_passes_test
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
-from . import labelfiles, selectors, services
+from . import analysis, labelfiles, selectors, services
 from .doctext import marked_segments, query_terms
-from .forms import CollectionForm, JudgmentForm, PublishForm, ref_dumps, ref_loads
+from .forms import (
+    CollectionForm,
+    JudgmentForm,
+    PublishForm,
+    StopRuleForm,
+    ref_dumps,
+    ref_loads,
+)
 
-staff_required = user_passes_test(lambda u: u.is_active and u.is_staff)
 
 NEXT_KEYS = ("n", "Enter")
 BACK_KEY = "b"
@@ -238,12 +244,9 @@ def _assessor_task(request, name: str):
 def _may_judge(task, user: str) -> bool:
     """Whether this signed-in account judges the task on the assessor pages (organisers
     too only when the task lists them, or lists no one)."""
-    if task.assessors:
-        return user in task.assessors
-    return task.study_id is None  # a published task is judged by crowd workers only
+    return selectors.task_judged_by(task, user)
 
 
-@login_required
 @require_http_methods(["GET"])
 def index(request):
     """The assessor's home: their tasks and progress; organisers get a link to theirs."""
@@ -253,7 +256,6 @@ def index(request):
     return render(request, "judging/index.html", {"rows": rows})
 
 
-@login_required
 @require_http_methods(["GET", "POST"])
 def judge(request, name):
     """The judging page: the next document of the assessor's batch, or with ``?item=`` one
@@ -317,7 +319,6 @@ def _back_url(task, user, item_id, recent=None) -> str:
     return _item_url(task, ids[0] if ids else None)
 
 
-@login_required
 @require_POST
 def undo(request, name):
     """Withdraw the assessor's latest judgment of an item (the one before counts again)."""
@@ -338,7 +339,6 @@ def undo(request, name):
 # --- organisers ---------------------------------------------------------------------------
 
 
-@staff_required
 @require_http_methods(["GET"])
 def manage_list(request):
     rows = [{"task": t, "progress": selectors.task_progress_held(t)}
@@ -346,7 +346,6 @@ def manage_list(request):
     return render(request, "judging/manage_list.html", {"rows": rows})
 
 
-@staff_required
 @require_http_methods(["GET"])
 def manage_task(request, name):
     task = _task_or_404(name)
@@ -367,10 +366,36 @@ def manage_task(request, name):
         "may_judge": _may_judge(task, request.user.get_username()),
         "publish_form": PublishForm() if not task.study_id else None,
         "crowd_links": crowd_links, "formats": selectors.EXPORT_FORMATS,
+        "recall": analysis.task_recall_estimates(task),
+        "stop_form": StopRuleForm(initial={"rule": task.stop_rule}),
     })
 
 
-@staff_required
+@require_POST
+def manage_stop(request, name):
+    """Set or clear the task's stopping rule."""
+    task = _task_or_404(name)
+    form = StopRuleForm(request.POST)
+    if not form.is_valid():
+        message = " ".join(e for errors in form.errors.values() for e in errors)
+        return render(request, "judging/message.html", {"task": task, "message": message},
+                      status=400)
+    services.judging_task_stop_rule_set(task, form.cleaned_data["rule"])
+    return redirect("judging:manage_task", name=name)
+
+
+@require_POST
+def manage_resume(request, name):
+    """Go on judging a topic the stopping rule stopped."""
+    task = _task_or_404(name)
+    try:
+        services.topic_resume(task, request.POST.get("topic", ""))
+    except ValueError as exc:
+        return render(request, "judging/message.html", {"task": task, "message": str(exc)},
+                      status=400)
+    return redirect("judging:manage_task", name=name)
+
+
 @require_POST
 def manage_collection(request, name):
     task = _task_or_404(name)
@@ -387,7 +412,6 @@ def manage_collection(request, name):
     return redirect("judging:manage_task", name=name)
 
 
-@staff_required
 @require_POST
 def manage_publish(request, name):
     task = _task_or_404(name)
@@ -410,7 +434,6 @@ def manage_publish(request, name):
     return redirect("judging:manage_task", name=name)
 
 
-@staff_required
 @require_http_methods(["GET"])
 def manage_export(request, name, fmt):
     """A download of the task's judgment set as ``export_qrels`` writes it."""

@@ -69,6 +69,9 @@ WEIGHT_BITS = 40
 
 _SOURCES = ("user", "system")
 _STRATEGIES = ("depth", "rbp")
+#: Bounds of the pool parameters (the API, the pages and ``build_pool`` alike).
+MAX_DEPTH = 10_000
+MAX_BUDGET = 10_000_000
 _SCOPES = ("topic", "global")
 #: Ids below this bound are grouped with an id-indexed scratch table (O(n), no
 #: sort); larger ids fall back to np.unique (a sort).
@@ -159,13 +162,15 @@ def validate_pool_params(
         raise ValueError(f"strategy must be one of {_STRATEGIES}, got {strategy!r}")
     if isinstance(depth, bool) or not isinstance(depth, (int, np.integer)):
         raise ValueError(f"depth must be an integer >= 1, got {depth!r}")
-    if depth < 1:
-        raise ValueError(f"depth must be >= 1, got {depth}")
+    if not 1 <= depth <= MAX_DEPTH:
+        raise ValueError(f"depth must be between 1 and {MAX_DEPTH}, got {depth}")
     if not isinstance(p, (float, int, np.floating)) or isinstance(p, bool) or not (0.0 < p < 1.0):
         raise ValueError(f"p (RBP persistence) must satisfy 0 < p < 1, got {p!r}")
     if budget is not None:
-        if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 1:
-            raise ValueError(f"budget must be an integer >= 1 or None, got {budget!r}")
+        if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or not (
+                1 <= budget <= MAX_BUDGET):
+            raise ValueError(f"budget must be an integer from 1 to {MAX_BUDGET} or None, "
+                             f"got {budget!r}")
     if budget_scope not in _SCOPES:
         raise ValueError(f"budget_scope must be one of {_SCOPES}, got {budget_scope!r}")
 

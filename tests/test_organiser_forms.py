@@ -45,7 +45,7 @@ def test_forms_are_for_staff_only(client, name):
     url = reverse(f"crowd:{name}")
     assert client.get(url).status_code == 302  # to the sign-in page
     User.objects.create_user("w", password="pw")
-    client.login(username="w", password="pw")
+    client.force_login(User.objects.get(username="w"))  # sign-ins go through django-axes
     response = client.get(url)
     assert response.status_code == 302 and "login" in response["Location"]
     assert client.post(url, {}).status_code == 302
@@ -212,10 +212,10 @@ def test_large_file_is_recorded_then_imported_by_the_worker_service(staff, setti
 
     settings.UPLOAD_TASK_BYTES = 10
     settings.DATA_DIR = tmp_path
-    with mock.patch("uploads.services._upload_wake") as wake:
+    with mock.patch("jobs.registry.wake") as wake:
         response = _topics(staff, topic_set="big")
     row = Upload.objects.get()
-    assert wake.call_args.args == (row.pk,)  # woken once the row was committed
+    assert wake.call_args.args == ("upload", row.pk)  # woken once the row was committed
     assert row.status == "queued" and row.filename == "topics.tsv"
     assert not TopicSet.objects.filter(name="big").exists()  # nothing imported yet
     assert response["Location"] == reverse("crowd:organiser_upload_status", args=[row.pk])
@@ -229,7 +229,7 @@ def test_large_file_is_recorded_then_imported_by_the_worker_service(staff, setti
     assert "2 topic(s) created" in page and 'http-equiv="refresh"' not in page
     assert upload_run(row.pk).status == "done"  # a second delivery does nothing
 
-    with mock.patch("uploads.services._upload_wake"):
+    with mock.patch("jobs.registry.wake"):
         _topics(staff, text="id\tstatement\nT1\tok statement\nT1\t\n", name="bad.tsv", topic_set="bad")
     bad = upload_run(Upload.objects.get(filename="bad.tsv").pk)
     assert bad.status == "failed"
@@ -264,7 +264,7 @@ def test_collection_upload_is_always_a_task_that_builds_an_index(staff, settings
 
     def post(name, docs):
         text = "".join(json.dumps({"id": d, "contents": c}) + "\n" for d, c in docs)
-        with mock.patch("uploads.services._upload_wake"):
+        with mock.patch("jobs.registry.wake"):
             return staff.post(url, {"file": _upload(f"{name}.jsonl", text), "name": name,
                                     "format": "jsonl", "encoding": "utf-8"})
 
@@ -287,3 +287,74 @@ def test_collection_upload_is_always_a_task_that_builds_an_index(staff, settings
     assert bad.status == "failed"
     assert "broken.jsonl, line 2: document 'e' has no text" in bad.error
     assert not Collection.objects.filter(name="broken").exists()
+
+
+@pytest.mark.django_db
+def test_a_nul_byte_or_a_gzip_bomb_is_refused_naming_the_file(staff, settings):
+    response = _topics(staff, text="id\tstatement\nT1\tok\nT2\tbad\x00byte\n", name="nul.tsv")
+    assert response.status_code == 400
+    assert "nul.tsv, line 3: a NUL byte (0x00) at column 7" in response.content.decode()
+    assert not TopicSet.objects.filter(name="ts1").exists()
+
+    import gzip
+
+    settings.MAX_DECOMPRESSED_BYTES = 1 << 16
+    bomb = gzip.compress(TOPICS.encode() + b"\n" * (1 << 20))  # 1 MiB out of a few kB
+    response = staff.post(reverse("crowd:organiser_topics_upload"), {
+        "file": SimpleUploadedFile("bomb.tsv.gz", bomb), "format": "tsv",
+        "new_topic_set": "ts1", "ids": "given", "encoding": "utf-8"})
+    assert response.status_code == 400
+    import re
+
+    assert re.search(r"bomb\.tsv\.gz, line \d+: the gzip data decompresses to more than "
+                     r"65536 bytes \(MAX_DECOMPRESSED_BYTES\)", response.content.decode())
+    assert not TopicSet.objects.filter(name="ts1").exists()
+
+
+@pytest.mark.django_db
+def test_csv_for_spreadsheets_neutralises_formulas_and_tsv_json_keep_the_data(staff):
+    """The pool export wrote =HYPERLINK(...) raw into its CSV; variants.tsv turned topic
+    +t2 into '+t2. CSV (spreadsheets) neutralises every formula cell; TSV and JSON (scripts)
+    keep the text exactly."""
+    import csv
+    import io
+    import json
+
+    from pooling.services import pool_build, pool_create
+
+    link = '=HYPERLINK("http://example.invalid","x")'
+    _topics(staff, text="id\tstatement\n+t2\tplus topic\n@t3\tat topic\n")
+    run = "".join(f"{q} Q0 {d} {r} {9 - r}.0 sys\n" for q in ("+t2", "@t3")
+                  for r, d in enumerate((link, "-d2"), start=1))
+    assert staff.post(reverse("crowd:organiser_run_upload"), {
+        "file": _upload("r.txt", run), "topic_set": "ts1", "encoding": "utf-8"}).status_code == 302
+    pool = pool_create(topic_set_name="ts1", sources="systems", depth=2)
+    pool_build(pool.pk)
+    text = staff.get(reverse("crowd:organiser_pool_export", args=[pool.pk, "csv"])).content.decode()
+    rows = list(csv.reader(io.StringIO(text)))
+    assert rows[0] == ["topic", "docid", "weight", "min_rank", "users", "systems"]
+    assert sorted((r[0], r[1]) for r in rows[1:]) == [
+        ("'+t2", "'-d2"), ("'+t2", "'" + link), ("'@t3", "'-d2"), ("'@t3", "'" + link)]
+    assert not any(c.startswith(("=", "+", "-", "@")) for r in rows for c in r)
+    txt = staff.get(reverse("crowd:organiser_pool_export", args=[pool.pk, "txt"])).content.decode()
+    assert {line.split()[0] for line in txt.splitlines()} == {"+t2", "@t3"}
+
+    staff.post(reverse("crowd:organiser_variants_upload"), {
+        "file": _upload("v.tsv", "+t2\t-minus query\tw1\n@t3\t=1+1\tw2\n"), "format": "tsv",
+        "topic_set": "ts1", "encoding": "utf-8"})
+    ts = TopicSet.objects.get(name="ts1")
+
+    def export(fmt):
+        return staff.get(reverse("crowd:organiser_variants_export", args=[ts.pk, fmt])
+                         ).content.decode()
+
+    tsv = list(csv.DictReader(io.StringIO(export("tsv")), delimiter="\t"))
+    assert [(r["topic"], r["raw"]) for r in tsv] == [("+t2", "-minus query"), ("@t3", "=1+1")]
+    assert [(r["topic"], r["raw"]) for r in json.loads(export("json"))] == [
+        ("+t2", "-minus query"), ("@t3", "=1+1")]
+    spread = list(csv.DictReader(io.StringIO(export("csv"))))
+    assert [(r["topic"], r["raw"]) for r in spread] == [("'+t2", "'-minus query"), ("'@t3", "'=1+1")]
+    media = {fmt: staff.get(reverse("crowd:organiser_variants_export", args=[ts.pk, fmt]))[
+        "Content-Type"] for fmt in ("json", "csv", "tsv")}
+    assert media == {"json": "application/json; charset=utf-8", "csv": "text/csv; charset=utf-8",
+                     "tsv": "text/tab-separated-values; charset=utf-8"}

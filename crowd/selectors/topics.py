@@ -4,10 +4,11 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from django.db.models import Count, OuterRef, QuerySet, Subquery, Sum
+from django.db.models import Count, F, Max, Min, OuterRef, QuerySet, Subquery, Sum
+from django.db.models.functions import Coalesce
 
-from crowd.models import QueryVariant, Topic, TopicSet
-from crowd.naturalsort import natural_key
+from crowd.models import Intent, QueryVariant, Statement, Topic, TopicSet
+from crowd.naturalsort import natural_key, natural_sort_key
 
 
 @dataclass(frozen=True)
@@ -47,41 +48,70 @@ def topic_set_get(topic_set_name: str) -> TopicSet:
 
 
 def topic_set_list() -> QuerySet[TopicSet]:
-    """Every topic set with its number of topics and of answers (sum of variant counts)."""
+    """Every topic set with its number of topics (stored: a set of a million topics is not
+    counted on each page) and of answers (sum of variant counts)."""
     return TopicSet.objects.annotate(
-        n_topics=Count("topics", distinct=True),
-        n_answers=Subquery(
-            QueryVariant.objects.filter(topic__topic_set=OuterRef("pk"))
+        n_topics=F("topics_count"),
+        n_answers=Coalesce(Subquery(
+            QueryVariant.objects.filter(topic__topic_set=OuterRef("pk")).order_by()
             .values("topic__topic_set").annotate(n=Sum("count")).values("n")[:1]
-        ),
+        ), 0),
     ).order_by("name")
 
 
-def topic_summary_list(topic_set: TopicSet) -> list[Topic]:
-    """The topics of a set in natural topic-id order, each with ``n_statements``,
-    ``n_intents`` and ``n_answers`` (sum of its variants' counts)."""
-    topics = list(
-        Topic.objects.filter(topic_set=topic_set).annotate(
-            n_statements=Count("statements", distinct=True),
-            n_intents=Count("intents", distinct=True),
-            n_answers=Subquery(
-                QueryVariant.objects.filter(topic=OuterRef("pk")).values("topic")
-                .annotate(n=Sum("count")).values("n")[:1]
-            ),
-        )
-    )
-    topics.sort(key=lambda t: natural_key(t.topic_id))
-    return topics
+#: Topics on one page of the topic set page.
+TOPIC_PAGE_SIZE = 100
+
+
+def _count_of(model, **filters):
+    return Coalesce(Subquery(
+        model.objects.filter(**filters).order_by().values("topic").annotate(n=Count("pk"))
+        .values("n")[:1]
+    ), 0)
+
+
+def topic_page(topic_set: TopicSet, *, after: str | None = None,
+               size: int | None = None) -> tuple[list[Topic], str | None]:
+    """One page of the topics of a set in natural topic-id order, each with
+    ``n_statements``, ``n_intents`` and ``n_answers`` (sum of its variants' counts).
+
+    Keyset pagination: the page starts after the topic id ``after`` (which need not be in
+    the set), so the thousandth page costs what the first does. Returns the topics and the
+    id to give as ``after`` for the next page, or None on the last page.
+    """
+    size = size or TOPIC_PAGE_SIZE
+    topics = Topic.objects.filter(topic_set=topic_set)
+    if after:
+        topics = topics.filter(sort_key__gt=natural_sort_key(after))
+    rows = list(topics.order_by("sort_key").annotate(
+        n_statements=_count_of(Statement, topic=OuterRef("pk")),
+        n_intents=_count_of(Intent, topic=OuterRef("pk")),
+        n_answers=Coalesce(Subquery(
+            QueryVariant.objects.filter(topic=OuterRef("pk")).order_by().values("topic")
+            .annotate(n=Sum("count")).values("n")[:1]
+        ), 0),
+    )[: size + 1])
+    more = len(rows) > size
+    rows = rows[:size]
+    return rows, (rows[-1].topic_id if more else None)
 
 
 def topic_list(topic_set_name: str) -> list[Topic]:
-    """Topics of a set in natural topic-id order, with statements and intents prefetched."""
-    topics = list(
-        Topic.objects.filter(topic_set__name=topic_set_name)
+    """Topics of a set in natural topic-id order, with statements and intents prefetched
+    (every topic: for the services that need them all; pages use :func:`topic_page`)."""
+    return list(
+        Topic.objects.filter(topic_set__name=topic_set_name).order_by("sort_key")
         .prefetch_related("statements", "intents")
     )
-    topics.sort(key=lambda t: natural_key(t.topic_id))
-    return topics
+
+
+def topic_get(topic_set: TopicSet, topic_id: str) -> Topic:
+    """One topic with statements and intents, or a ValueError naming it."""
+    topic = (Topic.objects.filter(topic_set=topic_set, topic_id=topic_id)
+             .prefetch_related("statements", "intents").first())
+    if topic is None:
+        raise ValueError(f"topic set {topic_set.name!r} has no topic {topic_id!r}")
+    return topic
 
 
 def variant_list(topic_set_name: str) -> QuerySet[QueryVariant]:
@@ -143,30 +173,26 @@ def variant_stats(topic_set_name: str) -> dict:
     - ``workers``: distinct non-empty worker ids;
     - ``per_topic``: min, mean and max of raw answers (sum of counts) per topic, over every
       topic of the set (a topic without variants counts 0); all 0 for an empty set.
+
+    The number of topics is the set's stored one; the rest is counted
+    in the database (a few aggregate queries over the set's variants, nothing per topic
+    in Python).
     """
-    per_topic = dict.fromkeys(
-        Topic.objects.filter(topic_set__name=topic_set_name).values_list("topic_id", flat=True),
-        0,
-    )
-    unique: set[tuple[str, str]] = set()
-    workers: set[str] = set()
-    rows = QueryVariant.objects.filter(topic__topic_set__name=topic_set_name).values_list(
-        "topic__topic_id", "normalised", "count", "worker_id"
-    )
-    for topic_id, normalised, count, worker_id in rows.iterator(chunk_size=5000):
-        per_topic[topic_id] += count
-        unique.add((topic_id, normalised))
-        if worker_id:
-            workers.add(worker_id)
-    answers = list(per_topic.values())
+    topic_set = TopicSet.objects.filter(name=topic_set_name).first()
+    n_topics = topic_set.topics_count if topic_set else 0
+    variants = QueryVariant.objects.filter(topic__topic_set=topic_set)
+    per_topic = variants.values("topic").annotate(n=Sum("count")).order_by()
+    spread = per_topic.aggregate(low=Min("n"), high=Max("n"), with_answers=Count("topic"))
+    raw = variants.aggregate(n=Sum("count"))["n"] or 0
     return {
-        "topics": len(per_topic),
-        "raw_variants": sum(answers),
-        "unique_variants": len(unique),
-        "workers": len(workers),
+        "topics": n_topics,
+        "raw_variants": raw,
+        "unique_variants": variants.values("topic", "normalised").order_by().distinct().count(),
+        "workers": variants.exclude(worker_id="").values("worker_id").order_by()
+        .distinct().count(),
         "per_topic": {
-            "min": min(answers, default=0),
-            "mean": sum(answers) / len(answers) if answers else 0.0,
-            "max": max(answers, default=0),
+            "min": (spread["low"] or 0) if spread["with_answers"] >= n_topics else 0,
+            "mean": raw / n_topics if n_topics else 0.0,
+            "max": spread["high"] or 0,
         },
     }

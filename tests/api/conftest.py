@@ -15,10 +15,11 @@ def tokens(db):
 
 @pytest.fixture
 def api(tokens):
-    """``api(who)``: an APIClient with the token of "staff", "plain" or none."""
+    """``api(who)``: an APIClient with the token of "staff" (the default: organisers read
+    everything), "plain" (an account that is not staff) or none."""
     from rest_framework.test import APIClient
 
-    def make(who: str | None = "plain") -> APIClient:
+    def make(who: str | None = "staff") -> APIClient:
         client = APIClient()
         if who:
             client.credentials(HTTP_AUTHORIZATION=f"Token {tokens[who]}")

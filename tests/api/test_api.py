@@ -27,11 +27,24 @@ WRITES = ["/api/topic-sets/UQV/topics/", "/api/topic-sets/UQV/variants/", "/api/
           "/api/judging-tasks/", "/api/evaluations/", "/api/studies/"]
 
 
-def test_reads_need_a_token_and_any_account_may_read(data, api):
+ASSESSOR_READS = {"/api/judging-tasks/", "/api/judging-tasks/jt/",
+                  "/api/judgment-sets/nist/judgments/"}
+
+
+def test_reads_need_a_token_and_organisers_read_everything(data, api):
     for url in READS:
         assert api(None).get(url).status_code == 401, url
-        response = api("plain").get(url)
+        response = api("staff").get(url)
         assert response.status_code == 200, (url, response.content[:300])
+        # an account that is not staff reads only the judging tasks that admit it (the
+        # seed's task lists no one: open to every account) and none of another's labels
+        plain = api("plain").get(url)
+        if url not in ASSESSOR_READS:
+            assert plain.status_code == 403, (url, plain.content[:300])
+    assert api("plain").get("/api/judging-tasks/jt/").status_code == 200
+    assert "assessors" not in api("plain").get("/api/judging-tasks/jt/").json()
+    # nist is an imported judgment set, not a task's: its labels are for organisers
+    assert api("plain").get("/api/judgment-sets/nist/judgments/").status_code == 404
     bad = api(None)
     bad.credentials(HTTP_AUTHORIZATION="Token not-a-token")
     assert bad.get("/api/runs/").status_code == 401
@@ -54,6 +67,10 @@ def test_topics_by_natural_key_with_dotted_ids(data, api):
     listed = api().get("/api/topic-sets/UQV/topics/").json()
     assert [t["topic_id"] for t in listed["results"]] == list(TOPICS)
     assert api().get("/api/topic-sets/UQV/").json()["answers_count"] == 2 * (1 + 2)
+    from crowd.models import TopicSet
+
+    TopicSet.objects.create(name="empty")
+    assert api().get("/api/topic-sets/empty/").json()["answers_count"] == 0  # not null
     variants = api().get("/api/topic-sets/UQV/variants/?topic=UQV100.001").json()["results"]
     assert [(v["raw"], v["count"]) for v in variants] == [("cheap flights", 1), ("Cheap flights to Paris", 2)]
 

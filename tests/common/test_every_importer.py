@@ -214,3 +214,31 @@ def test_webxml_refuses_entities(tmp_path):
                  '<w><topic number="1"><query>&b;</query></topic></w>\n')
     with pytest.raises(InputError, match="refused XML"):
         read_topics(p, "webxml")
+
+
+@pytest.mark.parametrize("name", FORMATS)
+def test_a_nul_byte_is_refused_with_its_line(tmp_path, name):
+    fname, tpl, read, _ = FORMATS[name]
+    p = tmp_path / fname
+    p.write_bytes(b"\n" + tpl.format(id="X1", text="a\x00b").encode())
+    with pytest.raises(InputError) as info:
+        read(p)
+    assert info.value.line is not None
+    if name != "topics webxml":  # XML refuses it itself (malformed XML, with the line)
+        assert re.match(rf"{re.escape(str(p))}, line \d+: a NUL byte \(0x00\) at column \d+",
+                        str(info.value))
+
+
+@pytest.mark.parametrize("name", FORMATS)
+def test_a_gzip_bomb_is_refused_past_the_cap(tmp_path, name, settings):
+    fname, tpl, read, _ = FORMATS[name]
+    settings.MAX_DECOMPRESSED_BYTES = 1 << 16
+    p = tmp_path / (fname + ".gz")
+    pad = b"\n" * (1 << 20) if name != "topics webxml" else b" " * (1 << 20)
+    body = tpl.format(id="X1", text="ok").encode()
+    p.write_bytes(gzip.compress(pad + body if name != "topics webxml" else body + pad))
+    assert p.stat().st_size < 5_000  # 1 MiB in a few kB
+    with pytest.raises(InputError) as info:
+        read(p)
+    assert str(info.value).startswith(str(p))
+    assert "decompresses to more than 65536 bytes (MAX_DECOMPRESSED_BYTES)" in str(info.value)

@@ -104,7 +104,7 @@ def test_pool_analysis(tmp_path, monkeypatch, suffix):
         raise ValueError("lost the database half-way")
 
     class HalfWriter:
-        def __init__(self, fh):
+        def __init__(self, fh, fieldnames=None):
             self.fh = fh
 
         def writerow(self, row):
@@ -114,7 +114,7 @@ def test_pool_analysis(tmp_path, monkeypatch, suffix):
             raise ValueError("lost the database half-way")
 
     monkeypatch.setattr(pool_analysis.json, "dump", half)
-    monkeypatch.setattr(pool_analysis.csv, "writer", HalfWriter)
+    monkeypatch.setattr(pool_analysis, "spreadsheet_writer", HalfWriter)
     out = tmp_path / f"sizes{suffix}"
     with pytest.raises(Exception, match="half-way"):
         call_command("pool_analysis", "sizes", "p", "--out", str(out), stderr=StringIO())

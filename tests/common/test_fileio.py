@@ -212,3 +212,42 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def test_gzip_is_refused_as_soon_as_it_decompresses_past_the_cap(tmp_path, settings):
+    """It stops at the cap (the error is on the first line past it), not at the end of the
+    512 MiB the file would give."""
+    import resource
+
+    settings.MAX_DECOMPRESSED_BYTES = 4 << 20
+    bomb = tmp_path / "bomb.tsv.gz"
+    with gzip.open(bomb, "wb", compresslevel=9) as out:  # 512 MiB of 1 KiB lines, ~0.5 MB
+        block = (b"x" * 1023 + b"\n") * (64 << 10)
+        for _ in range(8):
+            out.write(block)
+    assert bomb.stat().st_size < 2_000_000
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    lines = 0
+    with pytest.raises(InputError, match=r"bomb\.tsv\.gz, line 4097: the gzip data "
+                                         r"decompresses to more than 4194304 bytes"):
+        for _ in fileio.open_lines(bomb):  # keeping nothing
+            lines += 1
+    assert lines == 4096
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 50_000
+    small = tmp_path / "small.gz"
+    small.write_bytes(gzip.compress((b"x" * 1023 + b"\n") * 4096))  # exactly the cap: read
+    assert sum(1 for _ in fileio.open_lines(small)) == 4096
+    with pytest.raises(InputError, match=r"bomb\.tsv\.gz: the gzip data decompresses to more "):
+        fileio.read_bytes(bomb)
+
+
+def test_the_cap_is_the_django_setting_when_django_is_configured(settings):
+    settings.MAX_DECOMPRESSED_BYTES = 12345
+    assert fileio.decompressed_limit() == 12345
+
+
+def test_a_nul_byte_is_an_input_error_with_line_and_column(tmp_path):
+    p = tmp_path / "n.tsv"
+    p.write_bytes(b"1\tok\n2\tb\x00d\n")
+    with pytest.raises(InputError, match=r"n\.tsv, line 2: a NUL byte \(0x00\) at column 4"):
+        list(fileio.open_lines(p))

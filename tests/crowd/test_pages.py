@@ -24,7 +24,7 @@ def test_natural_key_imports_no_django():
     import sys
     from pathlib import Path
 
-    code = "import sys, crowd.naturalsort, crowd.spreadsheet; assert 'django' not in sys.modules"
+    code = "import sys, crowd.naturalsort, common.spreadsheet; assert 'django' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True,
                    cwd=Path(__file__).resolve().parents[2], env={"PATH": ""})
 
@@ -41,12 +41,12 @@ def shuffled_set():
 
 def test_crowd_selectors_sort_topics_naturally(shuffled_set):
     from crowd.selectors import (
-        study_export_rows, study_variant_summary, topic_list, topic_summary_list, variant_groups,
+        study_export_rows, study_variant_summary, topic_list, topic_page, variant_groups,
         variant_list_by_topic,
     )
 
     assert [t.topic_id for t in topic_list("nat")] == NATURAL_IDS
-    assert [t.topic_id for t in topic_summary_list(shuffled_set)] == NATURAL_IDS
+    assert [t.topic_id for t in topic_page(shuffled_set)[0]] == NATURAL_IDS
     assert [g.topic_id for g in variant_groups("nat")] == NATURAL_IDS
     assert [v.topic.topic_id for v in variant_list_by_topic("nat")] == NATURAL_IDS
     study = make_study(shuffled_set, attention=False, statements_per_worker=len(SHUFFLED_IDS))

@@ -93,6 +93,9 @@ def test_ties_change_the_score_only_through_the_order():
 @pytest.mark.parametrize("text, message", [
     ("P", "P needs a cutoff"),
     ("AP@10", "AP takes no cutoff"),
+    ("P@99999999999999999999", r"cutoff of 'P@99999999999999999999' is too large \(at most 1000000\)"),
+    ("P@1000001", "is too large"),
+    ("P(rel=99999999999999999999)@10", "rel in .* must be a whole number from 1 to 1000"),
     ("nDCG(rel=2)@5", "nDCG has no parameter 'rel'"),
     ("RBP(p=1.5)", r"p in 'RBP\(p=1\.5\)' must be a number strictly between 0 and 1"),
     ("MAP", "unknown measure 'MAP'"),

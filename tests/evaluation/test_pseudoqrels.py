@@ -66,3 +66,63 @@ def test_pseudo_qrels_command(tmp_path):
     (tmp_path / "subs.tsv").write_text("1\t1\n")
     with pytest.raises(CommandError, match=r"subs.tsv, line 1: expected 3 tab-separated fields"):
         call_command("pseudo_qrels", *args, stdout=StringIO())
+
+
+@pytest.mark.django_db
+def test_pseudo_qrels_from_a_stored_pool(tmp_path, pages_index):
+    """--stored-pool reads the pool's documents, the collection's stored text and the
+    topic set's titles and intents, gives what the file route gives on the same texts, and
+    --store keeps the result as a judgment set that evaluate reads."""
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    from crowd.models import Intent
+    from judging.doctext import document_text
+    from judging.models import JudgmentSet
+    from pooling.selectors import pool_docids_by_topic
+    from retrieval.models import Collection
+    from retrieval.selectors import document_raw
+    from tests.judging.conftest import make_pool
+
+    pool = make_pool(tmp_path, docs=4)
+    for t in ("1", "2"):
+        Intent.objects.filter(topic__topic_id=t, intent_id="1").update(description=f"topic {t} page 3")
+        Intent.objects.filter(topic__topic_id=t, intent_id="2").update(description=f"topic {t} heading 2")
+    collection, _ = Collection.objects.get_or_create(name="pages", defaults={
+        "format": "jsonl", "source_path": "pages.jsonl", "index_path": str(pages_index),
+        "doc_count": 12, "status": "ready"})
+    stored = tmp_path / "stored.qrels"
+    out = StringIO()
+    call_command("pseudo_qrels", "--stored-pool", "p", "--collection", "pages", "--out",
+                 str(stored), "--store", "pseudo", stdout=out)
+    assert "as judgment set pseudo" in out.getvalue()
+    # the same through files: the pool's documents, their stored text, titles and intents
+    docs = pool_docids_by_topic(pool)
+    (tmp_path / "pool.txt").write_text("".join(f"{t} {d}\n" for t, ds in docs.items() for d in ds))
+    with open(tmp_path / "docs.jsonl", "w") as fh:
+        for d in sorted({d for ds in docs.values() for d in ds}):
+            text = document_text(document_raw(collection, d))
+            fh.write(json.dumps({"id": d, "contents": " ".join([text.title, *text.paragraphs])}) + "\n")
+    (tmp_path / "topics.tsv").write_text("1\ttopic 1\n2\ttopic 2\n")
+    (tmp_path / "subs.tsv").write_text("".join(f"{t}\t1\ttopic {t} page 3\n{t}\t2\ttopic {t} heading 2\n"
+                                               for t in ("1", "2")))
+    files = tmp_path / "files.qrels"
+    call_command("pseudo_qrels", "--topics", str(tmp_path / "topics.tsv"), "--subtopics",
+                 str(tmp_path / "subs.tsv"), "--pool", str(tmp_path / "pool.txt"), "--docs",
+                 str(tmp_path / "docs.jsonl"), "--out", str(files), stdout=StringIO())
+    assert stored.read_text() == files.read_text()
+    levels = {tuple(line.split()[:3]): int(line.split()[3]) for line in stored.read_text().splitlines()}
+    assert levels[("1", "1", "t1d3")] >= 1 and levels[("1", "2", "t1d2")] >= 1
+    assert levels[("1", "1", "t1d1")] == 0
+    jset = JudgmentSet.objects.get(name="pseudo")
+    assert jset.labels.count() == len(levels)
+    ev = StringIO()
+    call_command("evaluate", "--topic-set", "ts", "--tag", "r1", "--judgments", "pseudo",
+                 "--qrels-format", "diversity", "--measures", "alpha_nDCG@4", "--json", stdout=ev)
+    assert json.loads(ev.getvalue())["runs"]["r1"]["mean"]["alpha_nDCG@4"] > 0
+    with pytest.raises(CommandError, match="pool p has no collection"):
+        call_command("pseudo_qrels", "--stored-pool", "p", "--out", str(stored))
+    with pytest.raises(CommandError, match="give --out FILE, --store NAME or both"):
+        call_command("pseudo_qrels", "--stored-pool", "p", "--collection", "pages")
+    with pytest.raises(CommandError, match="--topics is needed"):
+        call_command("pseudo_qrels", "--out", str(stored))

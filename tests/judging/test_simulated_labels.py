@@ -47,7 +47,8 @@ def test_a_demo_like_submit_is_flagged_and_a_persons_is_not(tmp_path, django_use
         ("sim-assessor", "1", "1"), ("ann", "1", "0"), ("ann", "2", "0")]
 
     api = APIClient()
-    api.force_authenticate(django_user_model.objects.create_user("u", password="pw"))
+    # an organiser: an assessor's token reads only their own labels (common.roles)
+    api.force_authenticate(django_user_model.objects.create_user("u", password="pw", is_staff=True))
     got = api.get("/api/judgment-sets/t/judgments/").json()["results"]  # those that count
     assert sorted((j["assessor"], j["revision"], j["simulated"]) for j in got) == [
         ("ann", 2, False), ("sim-assessor", 1, True)]

@@ -6,8 +6,9 @@ from io import StringIO
 
 import pytest
 from django.core.management import call_command
+from django.core.management.base import CommandError
 
-from judging import priority
+from judging import priority, stopping
 
 pytestmark = pytest.mark.django_db
 
@@ -70,6 +71,15 @@ def test_simulated_orders_on_web2011(shared_data):
              for o in ("pool", "mtf", "bandit", "bandit-ns")}
     assert at100 == {"pool": 2260, "mtf": 2587, "bandit": 2506, "bandit-ns": 2634}
 
+    # the stopping rules of the README's table, pool order, unlimited budget
+    stop = simulate("pool", total, "--stop", "recall:0.9:0.95")["stop"]
+    assert stop["shared"] == stop["per_topic"]
+    got = stop["per_topic"]
+    assert (got["judged"], got["relevant_found"], got["relevant_in_pool"], got["stopped"],
+            got["stopped_before_target"]) == (14350, 4333, 4556, 50, 2)
+    knee = simulate("pool", total, "--stop", "knee")["stop"]["per_topic"]
+    assert (knee["judged"], knee["stopped"]) == (total, 0)
+
 
 def test_order_items_feeds_judgments_back():
     known: dict[int, bool] = {}
@@ -79,3 +89,62 @@ def test_order_items_feeds_judgments_back():
         seq.append(item)
         known[item] = item >= 3  # ranking 2 holds the relevant documents
     assert seq == [0, 3, 4, 5, 1, 2]
+
+
+def test_simulate_judging_reports_where_the_stopping_rule_stops(tmp_path):
+    """Pool order over 40 documents a topic. Topic 1 holds relevant documents at pool
+    positions 1–3 and 30, topic 2 at 1–3. The rule recall:0.8:0.6 fires after 26
+    judgments on both (test_stopping pins the estimator): topic 1 with 3 of its 4, short
+    of 0.8; topic 2 with all 3."""
+    from pooling.selectors import pool_docids_by_topic
+
+    from .conftest import make_pool
+
+    pool = make_pool(tmp_path, docs=40, name="w")
+    docs = pool_docids_by_topic(pool)
+    rel = {"1": docs["1"][:3] + [docs["1"][29]], "2": docs["2"][:3]}
+    qrels = tmp_path / "q.txt"
+    qrels.write_text("".join(f"{t} 0 {d} {int(d in rel[t])}\n"
+                             for t in ("1", "2") for d in docs[t]))
+    call_command("import_judgments", str(qrels), "--format", "adhoc", "--name", "web2011")
+
+    res = simulate("pool", 100, "--stop", "recall:0.8:0.6", "--stop-every", "1")
+    stop = res["stop"]
+    assert (stop["rule"], stop["target"], stop["every"]) == ("recall:0.8:0.6", 0.8, 1)
+    per = stop["per_topic"]
+    assert (per["judged"], per["pool_size"], per["relevant_found"],
+            per["relevant_in_pool"]) == (52, 80, 6, 7)
+    assert per["recall"] == pytest.approx(6 / 7) and per["pool_share"] == pytest.approx(0.65)
+    assert (per["topics"], per["stopped"], per["stopped_before_target"]) == (2, 2, 1)
+    assert [{k: v for k, v in row.items() if k != "estimate"} for row in per["per_topic"]] == [
+        {"topic": "1", "judged": 26, "relevant_found": 3, "relevant_in_pool": 4,
+         "stopped": True},
+        {"topic": "2", "judged": 26, "relevant_found": 3, "relevant_in_pool": 3,
+         "stopped": True}]
+    # the estimate a live task shows there (95% bounds): the same for both (three
+    # relevant, then 23 not); 0.6–1.0 holds topic 1's true 0.75 and topic 2's 1.0
+    est = stopping.estimate([True] * 3 + [False] * 23, 40)
+    assert (est.recall_low, est.recall_high) == (0.6, 1.0)
+    for row in per["per_topic"]:
+        assert row["estimate"] == pytest.approx({
+            "remaining": est.remaining, "remaining_low": est.remaining_low,
+            "remaining_high": est.remaining_high, "recall": est.recall,
+            "recall_low": est.recall_low, "recall_high": est.recall_high})
+    assert (per["estimated"], per["interval_covers"]) == (2, 2)
+    # a shared budget of 100 is enough to reach both stops; the same outcome
+    assert stop["shared"] == per
+    # a shared budget of 31: one per topic in turn, 16 and 15; neither stopped
+    small = simulate("pool", 31, "--stop", "recall:0.8:0.6", "--stop-every", "1")["stop"]
+    assert [(t["judged"], t["stopped"]) for t in small["shared"]["per_topic"]] == [
+        (16, False), (15, False)]
+    assert small["shared"]["stopped"] == 0 and small["shared"]["judged"] == 31
+    assert small["per_topic"]["judged"] == 52  # 31 per topic: both reach their stop
+    # tried after every 10 judgments: at 30, when topic 1's fourth is found
+    tens = simulate("pool", 100, "--stop", "recall:0.8:0.6")["stop"]["per_topic"]
+    assert [(t["judged"], t["relevant_found"]) for t in tens["per_topic"]] == [(30, 4), (30, 3)]
+    assert tens["stopped_before_target"] == 0
+    # the knee never fires under 150 judgments: the whole pool is judged
+    knee = simulate("pool", 100, "--stop", "knee")["stop"]["per_topic"]
+    assert (knee["judged"], knee["stopped"], knee["recall"]) == (80, 0, 1.0)
+    with pytest.raises(CommandError, match="must be 'recall' or 'knee'"):
+        simulate("pool", 100, "--stop", "never")

@@ -16,6 +16,7 @@ from pooling.models import Qrels, QrelsJudgment
 
 def expected_stats(path) -> dict:
     topics, intents, judged, relevant = set(), defaultdict(set), defaultdict(set), defaultdict(set)
+    nonjunk = defaultdict(set)
     grades = Counter()
     for line in open(path):
         if not line.strip():
@@ -25,6 +26,8 @@ def expected_stats(path) -> dict:
         topics.add(t)
         grades[rel] += 1
         judged[t].add(d)  # junk (rel < 0) is judged: one definition, see pooling.coverage
+        if rel >= 0:
+            nonjunk[t].add(d)
         if rel > 0:
             relevant[t].add(d)
             intents[t].add(intent)
@@ -33,6 +36,7 @@ def expected_stats(path) -> dict:
         "topics": n,
         "intents_per_topic": sum(len(intents[t]) for t in topics) / n,
         "judged_per_topic": sum(len(judged[t]) for t in topics) / n,
+        "judged_nonjunk_per_topic": sum(len(nonjunk[t]) for t in topics) / n,
         "relevant_per_topic": sum(len(relevant[t]) for t in topics) / n,
         "grades": {str(g): grades[g] for g in sorted(grades)},
     }
@@ -64,7 +68,8 @@ def test_web2011_diversity_qrels_import_and_stats(shared_data):
     assert got["topics"] == want["topics"] == 50
     assert got["grades"] == want["grades"]
     assert "-2" in got["grades"]  # junk judgments are kept and counted
-    for key in ("intents_per_topic", "judged_per_topic", "relevant_per_topic"):
+    for key in ("intents_per_topic", "judged_per_topic", "judged_nonjunk_per_topic",
+                "relevant_per_topic"):
         assert got[key] == pytest.approx(want[key]), key
 
 
@@ -78,6 +83,7 @@ def test_web2011_adhoc_qrels_stats(shared_data):
     # ad hoc: every topic with a relevant document has exactly one "intent" (iteration 0)
     assert got == {**want, "intents_per_topic": pytest.approx(want["intents_per_topic"]),
                    "judged_per_topic": pytest.approx(want["judged_per_topic"]),
+                   "judged_nonjunk_per_topic": pytest.approx(want["judged_nonjunk_per_topic"]),
                    "relevant_per_topic": pytest.approx(want["relevant_per_topic"])}
 
 
@@ -192,3 +198,22 @@ def test_bad_files_are_errors_with_file_and_line_not_tracebacks(tmp_path):
                        match=r"big\.txt, line 1: relevance '4294967296' is too large"):
         _import(big, "--format", "adhoc", "--name", "big")
     assert Qrels.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_import_smart_and_cranqrel_files(shared_data):
+    small = shared_data / "small-corpora"
+    call_command("import_qrels", str(small / "cacm" / "qrels.text"), "--format", "smart",
+                 "--id-map", "strip-zeros", "--name", "cacm-smart", stdout=StringIO())
+    q = Qrels.objects.get(name="cacm-smart")
+    lines = [ln for ln in open(small / "cacm" / "cacm.qrels") if ln.strip()]
+    assert q.format == "adhoc" and q.judgments_count == len(lines)
+    call_command("import_qrels", str(small / "cranfield" / "cranqrel"), "--format", "cranqrel",
+                 "--name", "cran", stdout=StringIO())
+    cran = Qrels.objects.get(name="cran")
+    assert cran.format == "adhoc" and cran.judgments_count == 1837
+    assert set(QrelsJudgment.objects.filter(qrels=cran).values_list("grade", flat=True)) == {
+        0, 1, 2, 3, 4}
+    with pytest.raises(CommandError, match="--format smart"):
+        call_command("import_qrels", str(small / "cacm" / "qrels.text"), "--format", "adhoc",
+                     "--name", "x", stdout=StringIO())

@@ -200,6 +200,12 @@ def test_invalid_parameters_are_refused_before_anything_is_stored(rankings_db):
         (dict(sources="users", depth=10, strategy="rbp", p=1.0), "persistence"),
         (dict(sources="users", depth=10, topic_set_name="nope"), "no topic set"),
         (dict(sources="users", depth=10, model_name="nope"), "no retrieval model"),
+        (dict(sources="users", depth=10, name="evil\u202etxt.exe"), r"pool name .* \(U\+202E\)"),
+        (dict(sources="users", depth=10, name="../../etc"), "must not be '.' or '..' nor contain"),
+        (dict(sources="users", depth=10, name=".."), "must not be '.' or '..'"),
+        (dict(sources="users", depth=10, name="a b"), "contains a space"),
+        (dict(sources="users", depth=10**20), "depth must be between 1 and 10000"),
+        (dict(sources="users", depth=10, budget=10**20), "budget must be an integer from 1"),
     ]:
         with pytest.raises(ValueError, match=message):
             services.pool_create(**{"topic_set_name": "ts", **kwargs})

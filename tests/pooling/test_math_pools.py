@@ -136,7 +136,7 @@ def test_validation_messages():
         pool_compute(ok, depth=1, p=1.0)
     with pytest.raises(ValueError, match="0 < p < 1"):
         pool_compute(ok, depth=1, p=0.0)
-    with pytest.raises(ValueError, match="depth must be >= 1"):
+    with pytest.raises(ValueError, match="depth must be between 1 and 10000"):
         pool_compute(ok, depth=0)
     with pytest.raises(ValueError, match="budget"):
         pool_compute(ok, depth=1, budget=0)

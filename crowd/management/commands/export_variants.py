@@ -1,5 +1,4 @@
 """python manage.py export_variants --topic-set NAME --format {tsv,csv,json,queries} --out PATH"""
-import csv
 import json
 
 from django.core.management.base import BaseCommand, CommandError
@@ -9,7 +8,7 @@ from common.manifest_command import ManifestMixin
 from crowd.models import TopicSet
 from crowd.selectors import VARIANT_EXPORT_FIELDS as COLUMNS  # a study export adds "simulated"
 from crowd.selectors import variant_groups, variant_list_by_topic
-from crowd.spreadsheet import spreadsheet_row
+from common.spreadsheet import spreadsheet_writer
 
 
 class Command(ManifestMixin, BaseCommand):
@@ -17,9 +16,10 @@ class Command(ManifestMixin, BaseCommand):
         "Export the query variants of a topic set. tsv/csv/json: one row per stored "
         "answer with columns topic, variant_id, worker, raw, normalised, count, estimate, "
         "uncorrected (the normalised text before spell-correction, if any; tsv: tabs and "
-        "newlines inside text become spaces; a text cell starting with =, +, -, @, tab or CR is "
-        "prefixed with an apostrophe so spreadsheets do not run it as a formula; json keeps "
-        "every text exactly). queries: a query file for "
+        "newlines inside text become spaces, every other character is kept exactly; csv, for "
+        "spreadsheets: a text cell starting with =, +, -, @, tab or CR is prefixed with an "
+        "apostrophe so spreadsheets do not run it as a formula; json keeps every text "
+        "exactly). queries: a query file for "
         "retrieval, one line per distinct normalised variant of a topic, "
         "'<topic>/<label><TAB><normalised query>', where label is 'v' + the first 10 hex "
         "digits of the SHA-1 of the normalised text, so a query keeps its id whatever else "
@@ -72,13 +72,13 @@ class Command(ManifestMixin, BaseCommand):
             records = [dict(zip(COLUMNS, r)) for r in rows]
             fh.write(json.dumps(records, ensure_ascii=False, indent=1) + "\n")
         elif fmt == "csv":
-            writer = csv.writer(fh, lineterminator="\n")
-            writer.writerow(COLUMNS)
-            writer.writerows(spreadsheet_row(r) for r in rows)
+            writer = spreadsheet_writer(fh, COLUMNS)
+            writer.writeheader()
+            writer.writerows(rows)
         else:
             fh.write("\t".join(COLUMNS) + "\n")
             for r in rows:
-                fh.write("\t".join(_one_line(c) for c in spreadsheet_row(r)) + "\n")
+                fh.write("\t".join(_one_line(c) for c in r) + "\n")
         return len(rows)
 
 

@@ -1,9 +1,10 @@
 """python manage.py import_variants PATH --format {uqv100,robust04-uqv,tsv} --topic-set NAME"""
 from django.core.management.base import BaseCommand, CommandError
 
+from crowd.normalise import NORMALISATIONS
 from crowd.services import ImportRejected, variants_import
 from crowd.topicfiles import ParseError
-from crowd.variantfiles import VARIANT_FORMATS, read_variants
+from crowd.variantfiles import VARIANT_FORMATS, iter_variants
 
 
 class Command(BaseCommand):
@@ -40,14 +41,20 @@ class Command(BaseCommand):
             "one edit away that the topic's texts or two other answers use; the "
             "uncorrected text is kept",
         )
+        parser.add_argument(
+            "--normalise", choices=NORMALISATIONS, default="punctuation",
+            help="the normalised text unique variants are counted by: punctuation (default: "
+            "NFKC, lower case, apostrophes inside words dropped, other punctuation to "
+            "spaces, single spaces), case (NFKC, lower case, single spaces), none (the "
+            "file's own text)")
         parser.add_argument("--batch-size", type=int, default=2000)
 
     def handle(self, *args, path, fmt, topic_set, encoding, create_topics, replace, batch_size,
-               spell_correct, **options):
+               spell_correct, normalise, **options):
         if batch_size < 1:
             raise CommandError("--batch-size must be at least 1")
         try:
-            records = read_variants(path, fmt, encoding=encoding)
+            records = iter_variants(path, fmt, encoding=encoding)
             result = variants_import(
                 topic_set,
                 records,
@@ -55,6 +62,7 @@ class Command(BaseCommand):
                 replace=replace,
                 batch_size=batch_size,
                 spell_correct=spell_correct,
+                normalise=normalise,
             )
         except (ParseError, ImportRejected) as exc:
             raise CommandError(str(exc)) from None

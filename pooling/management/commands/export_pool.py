@@ -1,12 +1,12 @@
 """Write a pool's documents in priority order."""
 import contextlib
-import csv
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
 from common.fileio import OutputError, atomic_output
 from common.manifest_command import ManifestMixin
+from common.spreadsheet import spreadsheet_writer
 from pooling import selectors
 
 
@@ -18,7 +18,8 @@ class Command(ManifestMixin, BaseCommand):
     help = (
         "Write every pooled document, topic by topic, in priority order. Formats: "
         "txt = 'topic docid weight min_rank users systems' (space separated); "
-        "csv = the same columns with a header; "
+        "csv = the same columns with a header, for spreadsheets (a cell starting with =, +, "
+        "-, @, tab or CR is prefixed with an apostrophe so it is not run as a formula); "
         "trec = a TREC run-format judging list 'topic Q0 docid priority weight pool', where "
         "priority is the 1-based judging order and weight the aggregate (RBP) weight. A file "
         "appears only once complete."
@@ -52,12 +53,12 @@ class Command(ManifestMixin, BaseCommand):
     def _write(self, out, pool, fmt) -> int:
         n = 0
         if fmt == "csv":
-            w = csv.writer(out)
+            w = spreadsheet_writer(out)
             w.writerow(["topic", "docid", "weight", "min_rank", "users", "systems"])
         tag = pool.label.replace(" ", "_")
         for d in selectors.pool_documents(pool):
             if fmt == "csv":
-                w.writerow([d.topic_id, d.docid, _weight(d.weight), d.min_rank, d.users,
+                w.writerow([d.topic_id, d.docid, float(d.weight), d.min_rank, d.users,
                             d.systems])
             elif fmt == "trec":
                 out.write(f"{d.topic_id} Q0 {d.docid} {d.rank} {_weight(d.weight)} {tag}\n")

@@ -15,13 +15,13 @@ built from; with --runs exactly those. The result lists the runs it read ("runs"
 with --manifest the manifest records them as --runs, so verify_manifest reads the same
 runs again whatever was imported or finished since.
 """
-import csv
 import json
 
 from django.core.management.base import BaseCommand, CommandError
 
 from common.fileio import OutputError, atomic_output
 from common.manifest_command import ManifestMixin
+from common.spreadsheet import spreadsheet_writer
 from pooling import analysis, selectors
 
 
@@ -93,7 +93,7 @@ class Command(ManifestMixin, BaseCommand):
         try:
             if out and out.endswith(".csv"):
                 with atomic_output(out, newline="") as f:  # no partial file on failure
-                    w = csv.writer(f)
+                    w = spreadsheet_writer(f)
                     w.writerow(header)
                     w.writerows(rows)
                 self.stderr.write(f"wrote {len(rows)} rows to {out}")

@@ -25,9 +25,11 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from crowd import release
-from crowd.models import Intent, QueryVariant, Statement, Study, Topic, TopicSet
+from crowd.models import QueryVariant, Study, Topic, TopicSet
 from crowd.naturalsort import natural_key
 from crowd.selectors import topic_set_get
+from crowd.services.topics import topics_import
+from crowd.topicfiles import IntentRecord, TopicRecord
 from judging.models import JudgmentSet, Label
 from pooling.models import Pool, PoolRun, PoolTopic
 from pooling.selectors import COUNT_DTYPE, ID_DTYPE, WEIGHT_DTYPE, pool_topic_arrays
@@ -277,18 +279,12 @@ def release_store(rec: dict) -> TopicSet:
     for pool in rec["pools"]:
         if pool["pool_name"] and Pool.objects.filter(name=pool["pool_name"]).exists():
             raise release.ReleaseError(f"pool {pool['pool_name']!r} already exists")
-    ts = TopicSet.objects.create(name=name)
-    topics: dict[str, Topic] = {}
-    statements, intents = [], []
-    for t in rec["topics"]:
-        topic = topics[t["topic_id"]] = Topic.objects.create(
-            topic_set=ts, topic_id=t["topic_id"], title=t["title"],
-            description=t["description"], narrative=t["narrative"], kind=t["kind"])
-        statements += [Statement(topic=topic, position=n, text=s)
-                       for n, s in enumerate(t["statements"])]
-        intents += [Intent(topic=topic, **i) for i in t["intents"]]
-    Statement.objects.bulk_create(statements, batch_size=2000)
-    Intent.objects.bulk_create(intents, batch_size=2000)
+    topics_import(name, [TopicRecord(
+        topic_id=t["topic_id"], title=t["title"], description=t["description"],
+        narrative=t["narrative"], kind=t["kind"], statements=tuple(t["statements"]),
+        intents=tuple(IntentRecord(**i) for i in t["intents"])) for t in rec["topics"]])
+    ts = TopicSet.objects.get(name=name)
+    topics = {t.topic_id: t for t in Topic.objects.filter(topic_set=ts)}
 
     def topic_of(topic_id: str, where: str) -> Topic:
         try:

@@ -288,6 +288,8 @@ def test_release_round_trip_is_byte_identical_and_anonymous(cacm_dir, tmp_path, 
     call_command("import_collection_bundle", str(archive), stdout=io.StringIO())
     assert Pool.objects.count() == 2 and PoolRun.objects.count() == 3
     assert JudgmentSet.objects.count() == 2
+    ts = TopicSet.objects.get(name=NAME)
+    assert (ts.topics_count, ts.statements_count) == (4, 4)  # kept by the topic import
     shared = RunQuery.objects.filter(query_text="computer programs")
     assert shared.count() == 2 and len({q.ranking_id for q in shared}) == 1
     assert RunQuery.objects.get(query_text="the of and").ranking.length == 0

@@ -25,6 +25,9 @@ if not SECRET_KEY:
             "SECRET_KEY must be set when DEBUG is off (export SECRET_KEY=... or DEBUG=1)."
         )
     SECRET_KEY = "insecure-development-key-only-used-with-DEBUG"
+# The secret that pseudonymises worker and assessor ids in a release (crowd.release);
+# empty: derived from SECRET_KEY. Set it to keep pseudonyms when SECRET_KEY is rotated.
+RELEASE_PSEUDONYM_SALT = env.str("RELEASE_PSEUDONYM_SALT", default="")
 
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])

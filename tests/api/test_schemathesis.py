@@ -47,6 +47,7 @@ def _known_path_parameters(pool) -> dict[str, dict[str, str]]:
         "/api/topic-sets/{name}/topics/{topic_id}/": {"name": "UQV", "topic_id": "UQV100.001"},
         "/api/topic-sets/{name}/intents/": {"name": "UQV"},
         "/api/topic-sets/{name}/variants/": {"name": "UQV"},
+        "/api/topic-sets/{name}/release/": {"name": "UQV"},
         "/api/collections/{name}/": {"name": "c1"},
         "/api/models/{name}/": {"name": "bm25"},
         "/api/runs/{id}/": {"id": str(run.pk)},

@@ -19,8 +19,9 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 REDIS_DB = 3
 # Beat every 2 s; a queued chunk whose message is 4 s old is woken. A worker that starts
-# wakes only messages older than a lease (30 s): the run's chunks are woken by beat.
-BEAT_ENV = {"JOB_RECONCILE_SECONDS": "2", "JOB_WAKEUP_AFTER": "4"}
+# wakes only messages older than a lease (here 10 minutes, so that a worker slow to start
+# on a loaded machine does not do beat's work): the run's chunks are woken by beat.
+BEAT_ENV = {"JOB_RECONCILE_SECONDS": "2", "JOB_WAKEUP_AFTER": "4", "JOB_LEASE_SECONDS": "600"}
 ERROR_LINE = re.compile(r"\b(ERROR|CRITICAL)\b|SchedulingError|Traceback")
 
 
@@ -72,7 +73,8 @@ def _finishes_through_beat(broker: CeleryBroker, run: Run, pool, data_dir=None,
     assert set(RunChunk.objects.filter(run=run).values_list("status", flat=True)) == {"done"}
     # beat woke the chunks: scheduled passes recorded, one of them woke all six
     scheduled = list(Reconciliation.objects.filter(origin="beat").order_by("started"))
-    assert scheduled and all(r.finished and not r.error for r in scheduled)
+    # (the newest pass may still be running when the run is seen done)
+    assert [r for r in scheduled if r.finished] and not [r for r in scheduled if r.error]
     assert sum(r.counts["chunks"]["woken"] for r in scheduled) >= 6
     assert not Reconciliation.objects.filter(origin="start", counts__chunks__woken__gt=0)
     # every scheduled task is sent and runs; nothing is logged as an error

@@ -7,8 +7,11 @@ so code order is docid order), ``scores[r, t, i]`` its score and ``ranks[r, t, i
 rank column. Positions past the end of a ranking hold ``PAD_CODE``. Measures then work on
 the grades of each ranking gathered through these codes, never on strings.
 
-Readers stream ``.gz`` or plain text and stop at the first bad line with
-:class:`EvaluationInputError` naming the file and the line.
+Readers accept ``.gz`` or plain text. Runs and qrels are read in bulk
+(:func:`common.columns.read_columns`: numpy over the bytes, every check made on whole
+columns); a file the bulk reader does not vouch for, or one that fails a check, is read
+again line by line, which stops at the first bad line with :class:`EvaluationInputError`
+naming the file and the line.
 """
 from __future__ import annotations
 
@@ -18,8 +21,10 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 import numpy as np
+import pandas as pd
 
 from common import fileio
+from common.columns import Columns, Unsure, read_columns
 
 __all__ = [
     "EvaluationInputError",
@@ -132,6 +137,80 @@ class RunSet:
         return cls([t for t, _, _ in runs], [s for _, s, _ in runs], topics, vocab,
                    codes, scores, ranks, lengths, indexes)
 
+    @classmethod
+    def from_arrays(cls, runs: Sequence[tuple[str, str, "RunArrays"]]):
+        """Build from ``(tag, source, arrays)`` with the entries of each run in file order;
+        the same :class:`RunSet` as :meth:`from_rankings` on the same rankings. Raises
+        :class:`EvaluationInputError` if two runs share a tag, and :class:`Unsure` if a run
+        ranks a document twice for one topic (the line reader says where)."""
+        seen: dict[str, str] = {}
+        for tag, source, _ in runs:
+            if tag in seen:
+                raise EvaluationInputError(
+                    source, None, f"run tag {tag!r} is also the tag of {seen[tag]}; tags must differ"
+                )
+            seen[tag] = source
+        # topics: each run's entries come in stretches of one topic
+        stretches = []
+        names: set[bytes] = set()
+        for _, _, a in runs:
+            t = a.topics
+            start = np.concatenate(([0], np.flatnonzero(t[1:] != t[:-1]) + 1)) if len(t) else np.zeros(0, np.int64)
+            values = t[start].tolist()
+            stretches.append((values, np.diff(np.append(start, len(t)))))
+            names.update(values)
+        topics = sorted((b.decode("utf-8") for b in names), key=topic_sort_key)
+        position = {name.encode("utf-8"): i for i, name in enumerate(topics)}
+        n_runs, n_topics = len(runs), len(topics)
+        tix = [np.repeat(np.array([position[v] for v in values], dtype=np.int64), sizes)
+               for values, sizes in stretches]
+        sizes = [len(a.docids) for _, _, a in runs]
+        run_of = np.repeat(np.arange(n_runs), sizes)
+        all_t = np.concatenate(tix) if tix else np.zeros(0, np.int64)
+        docs = np.concatenate([a.docids for _, _, a in runs]) if runs else np.zeros(0, "S1")
+        # one code per (topic, docid): hashed, grouped, checked, then put in docid order
+        pair, reps = _factorize_pairs(all_t, docs)
+        u_topic, u_doc = all_t[reps], docs[reps]
+        order = np.lexsort((u_doc, u_topic))
+        u_topic, u_doc = u_topic[order], u_doc[order]
+        bounds = np.searchsorted(u_topic, np.arange(n_topics + 1))
+        local = np.empty(len(order), dtype=np.int64)
+        local[order] = np.arange(len(order)) - bounds[u_topic]
+        code = local[pair]
+        if _repeated(run_of, pair, len(reps)):
+            raise Unsure  # a document twice for one topic of one run
+        lengths = np.zeros((n_runs, n_topics), dtype=np.int64)
+        for r in range(n_runs):
+            lengths[r] = np.bincount(tix[r], minlength=n_topics)
+        depth = int(lengths.max()) if lengths.size else 0
+        codes = np.full((n_runs, n_topics, depth), PAD_CODE, dtype=np.int32)
+        scores = np.full((n_runs, n_topics, depth), -np.inf)
+        ranks = np.full((n_runs, n_topics, depth), np.iinfo(np.int64).max, dtype=np.int64)
+        offset = 0
+        for r, (_, _, a) in enumerate(runs):
+            t = tix[r]
+            n = len(t)
+            perm = np.argsort(t, kind="stable")  # file order within each topic
+            ts = t[perm]
+            first = np.concatenate(([0], np.cumsum(lengths[r])[:-1]))
+            pos = np.arange(n) - first[ts]
+            codes[r, ts, pos] = code[offset:offset + n][perm]
+            scores[r, ts, pos] = a.scores[perm]
+            ranks[r, ts, pos] = a.ranks[perm]
+            offset += n
+        ascii_only = docs.size == 0 or bool((docs.view(np.uint8) < 128).all())
+        vocab, indexes = [], []
+        for ti in range(n_topics):
+            words = u_doc[bounds[ti]:bounds[ti + 1]]
+            if ascii_only:  # as wide as this topic's longest docid, as from_rankings makes it
+                words = words.astype(f"S{max(1, int(np.char.str_len(words).max()))}").astype(str)
+            else:
+                words = np.array([w.decode("utf-8") for w in words.tolist()], dtype=str)
+            vocab.append(words)
+            indexes.append(dict(zip(words.tolist(), range(len(words)))))
+        return cls([t for t, _, _ in runs], [s for _, s, _ in runs], topics, vocab,
+                   codes, scores, ranks, lengths, indexes)
+
     def ordered_codes(self, order: str, topics: Sequence[int] | None = None) -> np.ndarray:
         """Codes of every ranking in evaluation order, ``(runs, topics, depth)``, for all
         topics or for the topic positions ``topics``.
@@ -172,6 +251,71 @@ class RunSet:
                     "--order rank needs distinct ranks",
                 )
         return out
+
+
+@dataclass
+class RunArrays:
+    """One run's entries in file order: topic and document ids as UTF-8 byte strings,
+    scores and the rank column."""
+
+    topics: np.ndarray
+    docids: np.ndarray
+    scores: np.ndarray
+    ranks: np.ndarray
+
+    @classmethod
+    def from_per_topic(cls, per: dict[str, tuple[list, list, list]]) -> "RunArrays":
+        topics = [t.encode("utf-8") for t, (d, _, _) in per.items() for _ in d]
+        docs = [x.encode("utf-8") for d, _, _ in per.values() for x in d]
+        return cls(np.array(topics, dtype=bytes), np.array(docs, dtype=bytes),
+                   np.array([x for _, s, _ in per.values() for x in s], dtype=np.float64),
+                   np.array([x for _, _, k in per.values() for x in k], dtype=np.int64))
+
+
+_MIX = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _factorize_pairs(topics: np.ndarray, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Number the distinct (topic index, docid) pairs: ``(code of each entry, one entry
+    of each code)``. The pairs are hashed to 64 bits and grouped by pandas' hash table;
+    every entry is then compared with its group's representative, and a collision (never
+    seen in practice) falls back to an exact sort."""
+    n = len(docs)
+    if n == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    width = docs.dtype.itemsize
+    words = -(-width // 8)
+    padded = np.zeros((n, words * 8), dtype=np.uint8)
+    padded[:, :width] = docs.view(np.uint8).reshape(n, width)
+    w = padded.view(np.uint64)
+    h = topics.astype(np.uint64) * _MIX
+    for i in range(words):
+        h ^= w[:, i]
+        h *= _MIX
+        h ^= h >> np.uint64(29)
+    codes, uniques = pd.factorize(h)
+    codes = codes.astype(np.int64, copy=False)
+    reps = np.empty(len(uniques), dtype=np.int64)
+    reps[codes] = np.arange(n)
+    back = reps[codes]
+    if bool((topics[back] == topics).all()) and bool((w[back] == w).all()):
+        return codes, reps
+    order = np.lexsort((docs, topics))
+    st, sd = topics[order], docs[order]
+    new = np.concatenate(([True], (st[1:] != st[:-1]) | (sd[1:] != sd[:-1])))
+    codes = np.empty(n, dtype=np.int64)
+    codes[order] = np.cumsum(new) - 1
+    return codes, order[new]
+
+
+def _repeated(run_of: np.ndarray, pair: np.ndarray, n_pairs: int) -> bool:
+    """Whether some run holds one (topic, docid) pair twice."""
+    if len(pair) == 0:
+        return False
+    key = run_of * n_pairs + pair
+    if int(key.max()) < (1 << 26):
+        return int(np.bincount(key).max()) > 1
+    return len(pd.unique(key)) != len(key)
 
 
 def _ties_by_docid_descending(codes: np.ndarray, scores: np.ndarray) -> np.ndarray:
@@ -249,18 +393,48 @@ def read_run_file(path: str | Path) -> tuple[str, dict[str, tuple[list, list, li
     return tag, per
 
 
+def _bulk_run(path) -> tuple[str, RunArrays]:
+    """A run file read by :func:`common.columns.read_columns`; :class:`Unsure` for
+    anything the line reader should look at."""
+    blocks = read_columns(fileio.require_file(path, error=EvaluationInputError), 6, at_least=True)
+    blocks = [b for b in blocks if b.rows]
+    if not blocks:
+        raise Unsure
+    tags = np.concatenate([b.text(5) for b in blocks])
+    if not bool((tags == tags[0]).all()):
+        raise Unsure
+    scores = np.concatenate([b.floats(4) for b in blocks])
+    if not bool(np.isfinite(scores).all()):
+        raise Unsure
+    arrays = RunArrays(np.concatenate([b.text(0) for b in blocks]),
+                       np.concatenate([b.text(2) for b in blocks]),
+                       scores, np.concatenate([b.ints(3) for b in blocks]))
+    return tags[0].decode("ascii"), arrays
+
+
 def read_runs(paths: Sequence[str | Path]) -> RunSet:
     """Read TREC run files (``topic Q0 docid rank score tag``) into one :class:`RunSet`.
 
     Every line is checked: six columns (later ones are ignored, as trec_eval does), an integer rank, a finite score, one tag per file,
-    no docid twice in a topic (trec_eval and ndeval refuse those too)."""
+    no docid twice in a topic (trec_eval and ndeval refuse those too). Files are read in
+    bulk; one that fails a check is read again line by line to name the line."""
     if not paths:
         raise EvaluationInputError("--run", None, "give at least one run file")
     runs = []
     for p in paths:
-        tag, per = read_run_file(p)
-        runs.append((tag, str(p), per))
-    return RunSet.from_rankings(runs)
+        try:
+            tag, arrays = _bulk_run(p)
+        except Unsure:
+            tag, per = read_run_file(p)
+            arrays = RunArrays.from_per_topic(per)
+        runs.append((tag, str(p), arrays))
+    try:
+        return RunSet.from_arrays(runs)
+    except Unsure:
+        # a document twice in a topic: the line reader names the file and line
+        for p in paths:
+            read_run_file(p)
+        raise
 
 
 # --------------------------------------------------------------------------- qrels

@@ -1,0 +1,218 @@
+"""Whitespace-separated columns read in bulk, with numpy over a file's bytes. No Django here.
+
+Runs and qrels files hold millions of short lines; reading them one ``str.split`` at a
+time costs more than evaluating them. :func:`read_columns` reads the bytes (gzip
+accepted, in blocks cut at line ends), finds every token boundary and every line end
+with array operations, and checks in bulk that every non-blank line has the expected
+number of columns. Columns then come out as fixed-width byte strings
+(:meth:`Columns.text`) or as numbers (:meth:`Columns.floats`, :meth:`Columns.ints`).
+
+The bulk reader only vouches for files it understands completely: printable ASCII
+tokens separated by spaces, tabs and line ends (``\\r\\n`` too), lines within
+:data:`common.fileio.MAX_LINE_BYTES`. Anything else -- a non-ASCII or control byte, a
+wrong column count, a number it cannot read, an unreadable or corrupt file -- raises
+:class:`Unsure`, and the caller reads the file again with its line-by-line reader
+(:func:`common.fileio.open_lines`), which either accepts the file or names the file and
+line of the problem. So the bulk path accepts a subset of what the line path accepts,
+and for that subset returns the same values: ASCII text is its own UTF-8, NFC and
+Latin-1 form; a decimal with at most 15 significant digits and no exponent is parsed
+as ``mantissa / 10**decimals``, one correctly rounded division of two exact doubles,
+which is what ``float()`` returns; other numbers go through ``float()``/``int()``.
+"""
+from __future__ import annotations
+
+import codecs
+import gzip
+import zlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from common import fileio
+
+__all__ = ["BULK_ENCODINGS", "Columns", "Unsure", "read_columns"]
+
+#: encodings in which printable ASCII bytes decode to themselves
+BULK_ENCODINGS = frozenset({"utf-8", "ascii", "iso8859-1", "latin-1", "cp1252", "iso8859-15"})
+BLOCK_BYTES = 64 << 20  # bytes parsed at once (cut at a line end)
+_MAX_FAST_DIGITS = 15  # below 2**53: the mantissa is an exact double
+_POW10 = np.array([10.0**k for k in range(23)])  # exact doubles
+_UTF8_BOM = b"\xef\xbb\xbf"
+
+
+class Unsure(Exception):
+    """The bulk reader cannot vouch for this input; read it line by line."""
+
+
+@dataclass
+class Columns:
+    """The tokens of ``rows`` non-blank lines: ``starts[i, j]``/``ends[i, j]`` are the byte
+    offsets of column ``j`` of row ``i`` in ``data``."""
+
+    data: np.ndarray
+    starts: np.ndarray
+    ends: np.ndarray
+
+    @property
+    def rows(self) -> int:
+        return len(self.starts)
+
+    def _matrix(self, j: int, width: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        s, e = self.starts[:, j], self.ends[:, j]
+        lengths = e - s
+        w = int(lengths.max()) if width is None else width
+        idx = s[:, None] + np.arange(w)
+        np.minimum(idx, len(self.data) - 1, out=idx)
+        m = self.data[idx]
+        m[np.arange(w) >= lengths[:, None]] = 0
+        return m, lengths
+
+    def text(self, j: int) -> np.ndarray:
+        """Column ``j`` as a numpy byte-string array (``S<width>``)."""
+        if self.rows == 0:
+            return np.zeros(0, dtype="S1")
+        m, _ = self._matrix(j)
+        return np.ascontiguousarray(m).view(f"S{m.shape[1]}").ravel()
+
+    def _numbers(self, j: int, integer: bool) -> np.ndarray:
+        n = self.rows
+        if n == 0:
+            return np.zeros(0, dtype=np.int64 if integer else np.float64)
+        lengths = self.ends[:, j] - self.starts[:, j]
+        width = min(int(lengths.max()), _MAX_FAST_DIGITS + 2)
+        m, _ = self._matrix(j, width)
+        cols = np.arange(width)
+        inside = cols < lengths[:, None]
+        first = m[:, 0]
+        neg = first == ord("-")
+        signed = neg | (first == ord("+"))
+        d = m - np.uint8(ord("0"))
+        digit = (d < 10) & inside
+        dot = (m == ord(".")) & inside
+        other = inside & ~digit & ~dot
+        other[:, 0] &= ~signed
+        n_digits = digit.sum(axis=1)
+        fast = (~other.any(axis=1)) & (n_digits >= 1) & (n_digits <= _MAX_FAST_DIGITS) & (
+            lengths <= width)
+        if integer:
+            fast &= ~dot.any(axis=1)
+        else:
+            fast &= dot.sum(axis=1) <= 1
+        mant = np.zeros(n, dtype=np.int64)
+        for c in range(width):
+            dc = digit[:, c]
+            mant = np.where(dc, mant * 10 + d[:, c], mant)
+        if integer:
+            out = np.where(neg, -mant, mant)
+        else:
+            decimals = (digit & (np.cumsum(dot, axis=1) > 0)).sum(axis=1)
+            value = mant / _POW10[np.minimum(decimals, 22)]
+            out = np.where(neg, -value, value)
+        slow = np.flatnonzero(~fast)
+        if len(slow):
+            convert = int if integer else float
+            raw = self.data
+            s, e = self.starts[slow, j], self.ends[slow, j]
+            try:
+                out[slow] = [convert(raw[a:b].tobytes().decode("ascii")) for a, b in zip(s, e)]
+            except (ValueError, OverflowError):
+                raise Unsure from None
+        return out
+
+    def floats(self, j: int) -> np.ndarray:
+        """Column ``j`` as float64, each equal to ``float(token)``; :class:`Unsure` if one
+        is not a number."""
+        return self._numbers(j, integer=False)
+
+    def ints(self, j: int) -> np.ndarray:
+        """Column ``j`` as int64, each equal to ``int(token)``; :class:`Unsure` if one is
+        not a whole number (or does not fit)."""
+        return self._numbers(j, integer=True)
+
+
+def _blocks(path, block_bytes: int):
+    """The file's (decompressed) bytes in blocks that end at a line end."""
+    limit = fileio.decompressed_limit()
+    try:
+        fh = fileio.open_binary(path)
+    except fileio.InputError:
+        raise Unsure from None
+    with fh:
+        capped = isinstance(fh, gzip.GzipFile)
+        total = 0
+        rest = b""
+        while True:
+            try:
+                chunk = fh.read(block_bytes)
+            except (EOFError, OSError, zlib.error):
+                raise Unsure from None
+            total += len(chunk)
+            if capped and total > limit:
+                raise Unsure
+            if not chunk:
+                break
+            buf = rest + chunk
+            cut = buf.rfind(b"\n") + 1
+            if cut == 0 and len(buf) <= fileio.MAX_LINE_BYTES:
+                rest = buf
+                continue
+            if cut == 0:
+                raise Unsure  # a line too long: the line reader says where
+            yield buf[:cut]
+            rest = buf[cut:]
+        if rest:
+            yield rest + b"\n"
+
+
+def _parse_block(buf: bytes, ncols: int, at_least: bool) -> Columns:
+    a = np.frombuffer(buf, dtype=np.uint8)
+    space = a <= 32
+    if (a > 126).any():
+        raise Unsure  # non-ASCII (or DEL): the line reader decodes and checks it
+    seps = a[space]
+    if ((seps != 32) & (seps != 10) & (seps != 9) & (seps != 13)).any():
+        raise Unsure  # a control byte (NUL, vertical tab, ...)
+    newlines = np.flatnonzero(a == 10)
+    if len(newlines) and int(np.diff(newlines, prepend=-1).max()) - 1 > fileio.MAX_LINE_BYTES:
+        raise Unsure
+    edges = np.flatnonzero(space[1:] != space[:-1]) + 1
+    if not space[0]:
+        edges = np.concatenate(([0], edges))
+    starts, ends = edges[0::2], edges[1::2]  # the block ends with a line end
+    before = np.searchsorted(starts, newlines)  # tokens starting before each line end
+    counts = np.diff(before, prepend=0)
+    if at_least:
+        used = counts > 0
+        if (counts[used] < ncols).any():
+            raise Unsure
+        if (counts[used] == ncols).all():
+            idx = np.arange(len(starts)).reshape(-1, ncols)
+        else:
+            idx = (before - counts)[used][:, None] + np.arange(ncols)
+        return Columns(a, starts[idx], ends[idx])
+    if ((counts != 0) & (counts != ncols)).any():
+        raise Unsure
+    return Columns(a, starts.reshape(-1, ncols), ends.reshape(-1, ncols))
+
+
+def read_columns(path, ncols: int, *, at_least: bool = False, encoding: str = "utf-8",
+                 block_bytes: int = BLOCK_BYTES) -> list[Columns]:
+    """The non-blank lines of ``path`` split on whitespace, as one :class:`Columns` per
+    block of the file. Each line has exactly ``ncols`` columns (``at_least``: ``ncols``
+    or more; the first ``ncols`` are kept). Raises :class:`Unsure` for anything the bulk
+    path does not vouch for (see the module docstring)."""
+    try:
+        if codecs.lookup(encoding).name not in BULK_ENCODINGS:
+            raise Unsure
+    except LookupError:
+        raise Unsure from None
+    out = []
+    for n, buf in enumerate(_blocks(path, block_bytes)):
+        if n == 0 and buf.startswith(_UTF8_BOM):
+            if codecs.lookup(encoding).name != "utf-8":
+                raise Unsure
+            buf = buf[len(_UTF8_BOM):]
+            if not buf:
+                continue
+        out.append(_parse_block(buf, ncols, at_least))
+    return out

@@ -27,6 +27,7 @@ import zlib
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
 
 from common import fileio
 
@@ -58,13 +59,19 @@ class Columns:
         return len(self.starts)
 
     def _matrix(self, j: int, width: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Column ``j`` left-aligned in a ``(rows, width)`` byte matrix, zeros after each
+        token, and the tokens' lengths."""
         s, e = self.starts[:, j], self.ends[:, j]
         lengths = e - s
         w = int(lengths.max()) if width is None else width
-        idx = s[:, None] + np.arange(w)
-        np.minimum(idx, len(self.data) - 1, out=idx)
-        m = self.data[idx]
-        m[np.arange(w) >= lengths[:, None]] = 0
+        if int(s.max()) + w <= len(self.data):  # rows of a sliding window: one copy each
+            m = sliding_window_view(self.data, w)[s]
+        else:
+            idx = s[:, None] + np.arange(w)
+            np.minimum(idx, len(self.data) - 1, out=idx)
+            m = self.data[idx]
+        if int(lengths.min()) < w:
+            m *= np.arange(w) < lengths[:, None]
         return m, lengths
 
     def text(self, j: int) -> np.ndarray:
@@ -74,10 +81,60 @@ class Columns:
         m, _ = self._matrix(j)
         return np.ascontiguousarray(m).view(f"S{m.shape[1]}").ravel()
 
+    def _fixed(self, j: int, integer: bool) -> np.ndarray | None:
+        """Column ``j`` when every token is ``[+-]digits[.digits]`` with the same number of
+        decimals and at most 15 characters (the way programs write scores): the tokens
+        right-aligned in a matrix, digits times a fixed vector of powers of ten (exact
+        below 2**53), divided by 10**decimals. ``None`` when the column is not like that."""
+        s, e = self.starts[:, j], self.ends[:, j]
+        lengths = e - s
+        w = int(lengths.max())
+        if w > _MAX_FAST_DIGITS:
+            return None
+        data = self.data
+        first = data[s[0]:e[0]].tobytes()
+        k = 0 if integer else len(first) - 1 - first.rfind(b".") if b"." in first else 0
+        cols = np.arange(w)
+        if int(e.min()) >= w:  # right-aligned rows of a sliding window
+            m = sliding_window_view(data, w)[e - w]
+        else:
+            idx = e[:, None] - w + cols
+            np.maximum(idx, 0, out=idx)
+            m = data[idx]
+        if int(lengths.min()) < w:
+            m = np.where(cols < (w - lengths)[:, None], np.uint8(48), m)
+        lead = data[s]
+        neg = lead == ord("-")
+        signed = neg | (lead == ord("+"))
+        if signed.any():
+            rows = np.flatnonzero(signed)
+            m[rows, w - lengths[rows]] = 48
+        d = m - np.uint8(48)
+        digit_cols = np.ones(w, dtype=bool)
+        if k:
+            if k >= w or not bool((m[:, w - 1 - k] == ord(".")).all()):
+                return None
+            digit_cols[w - 1 - k] = False
+        if not bool((d[:, digit_cols] < 10).all()):
+            return None
+        if bool((lengths - signed - (k > 0) < 1).any()):
+            return None  # a sign or a dot without digits
+        power = np.cumsum(digit_cols[::-1])[::-1] - 1
+        weights = np.where(digit_cols, 10.0 ** power, 0.0)
+        mant = d.astype(np.float64) @ weights
+        if integer:
+            mant = mant.astype(np.int64)
+            return np.where(neg, -mant, mant)
+        value = mant / _POW10[k]
+        return np.where(neg, -value, value)
+
     def _numbers(self, j: int, integer: bool) -> np.ndarray:
         n = self.rows
         if n == 0:
             return np.zeros(0, dtype=np.int64 if integer else np.float64)
+        fixed = self._fixed(j, integer)
+        if fixed is not None:
+            return fixed
         lengths = self.ends[:, j] - self.starts[:, j]
         width = min(int(lengths.max()), _MAX_FAST_DIGITS + 2)
         m, _ = self._matrix(j, width)
@@ -169,30 +226,46 @@ def _parse_block(buf: bytes, ncols: int, at_least: bool) -> Columns:
     space = a <= 32
     if (a > 126).any():
         raise Unsure  # non-ASCII (or DEL): the line reader decodes and checks it
-    seps = a[space]
-    if ((seps != 32) & (seps != 10) & (seps != 9) & (seps != 13)).any():
+    if np.count_nonzero(space) != np.count_nonzero(a == 32) + np.count_nonzero(a == 10) + (
+            np.count_nonzero(a == 9) + np.count_nonzero(a == 13)):
         raise Unsure  # a control byte (NUL, vertical tab, ...)
-    newlines = np.flatnonzero(a == 10)
-    if len(newlines) and int(np.diff(newlines, prepend=-1).max()) - 1 > fileio.MAX_LINE_BYTES:
-        raise Unsure
     edges = np.flatnonzero(space[1:] != space[:-1]) + 1
     if not space[0]:
         edges = np.concatenate(([0], edges))
     starts, ends = edges[0::2], edges[1::2]  # the block ends with a line end
-    before = np.searchsorted(starts, newlines)  # tokens starting before each line end
-    counts = np.diff(before, prepend=0)
-    if at_least:
-        used = counts > 0
-        if (counts[used] < ncols).any():
-            raise Unsure
-        if (counts[used] == ncols).all():
-            idx = np.arange(len(starts)).reshape(-1, ncols)
-        else:
-            idx = (before - counts)[used][:, None] + np.arange(ncols)
-        return Columns(a, starts[idx], ends[idx])
-    if ((counts != 0) & (counts != ncols)).any():
+    if len(starts) == 0:
+        return Columns(a, np.zeros((0, ncols), np.int64), np.zeros((0, ncols), np.int64))
+    # Which gaps after a token hold a line end: the gap's first byte, or for the few
+    # longer gaps ("\r\n", trailing blanks, blank lines) a search among the line ends.
+    gap_ends = np.append(starts[1:], len(a))
+    breaks = a[ends] == 10
+    wide = np.flatnonzero(gap_ends - ends > 1)
+    if len(wide):
+        newlines = np.flatnonzero(a == 10)
+        breaks[wide] = np.searchsorted(newlines, gap_ends[wide]) > np.searchsorted(newlines, ends[wide])
+    if len(starts) % ncols == 0:
+        shape = breaks.reshape(-1, ncols)
+        if bool(shape[:, -1].all()) and not bool(shape[:, :-1].any()):
+            line_starts = starts[::ncols]
+            # a line is at most as long as the distance between the starts of the next
+            if int(np.diff(np.append(line_starts, len(a))).max()) > fileio.MAX_LINE_BYTES:
+                _check_line_lengths(a)
+            return Columns(a, starts.reshape(-1, ncols), ends.reshape(-1, ncols))
+    if not at_least:
         raise Unsure
-    return Columns(a, starts.reshape(-1, ncols), ends.reshape(-1, ncols))
+    _check_line_lengths(a)
+    last = np.flatnonzero(breaks)  # the last token of each line
+    first = np.concatenate(([0], last[:-1] + 1))
+    if bool((last - first + 1 < ncols).any()):
+        raise Unsure
+    idx = first[:, None] + np.arange(ncols)
+    return Columns(a, starts[idx], ends[idx])
+
+
+def _check_line_lengths(a: np.ndarray) -> None:
+    newlines = np.flatnonzero(a == 10)
+    if int(np.diff(newlines, prepend=-1).max()) - 1 > fileio.MAX_LINE_BYTES:
+        raise Unsure
 
 
 def read_columns(path, ncols: int, *, at_least: bool = False, encoding: str = "utf-8",

@@ -168,46 +168,38 @@ class RunSet:
         run_of = np.repeat(np.arange(n_runs), sizes)
         all_t = np.concatenate(tix) if tix else np.zeros(0, np.int64)
         docs = np.concatenate([a.docids for _, _, a in runs]) if runs else np.zeros(0, "S1")
-        # one code per (topic, docid): hashed, grouped, checked, then put in docid order
-        pair, reps = _factorize_pairs(all_t, docs)
-        u_topic, u_doc = all_t[reps], docs[reps]
-        order = np.lexsort((u_doc, u_topic))
-        u_topic, u_doc = u_topic[order], u_doc[order]
-        bounds = np.searchsorted(u_topic, np.arange(n_topics + 1))
-        local = np.empty(len(order), dtype=np.int64)
-        local[order] = np.arange(len(order)) - bounds[u_topic]
-        code = local[pair]
-        if _repeated(run_of, pair, len(reps)):
+        # entries grouped by topic, then by run, then in file order
+        perm = np.argsort(all_t, kind="stable")
+        t_s, r_s = all_t[perm], run_of[perm]
+        bounds = np.searchsorted(t_s, np.arange(n_topics + 1))
+        # one code per (topic, docid), in docid order within the topic
+        code_s, u_doc, u_bounds = _codes_by_topic(docs, perm, bounds)
+        group_key = t_s * n_runs + r_s  # one group per (topic, run)
+        if _repeated(r_s, code_s + u_bounds[t_s], n_runs, len(u_doc)):
             raise Unsure  # a document twice for one topic of one run
-        lengths = np.zeros((n_runs, n_topics), dtype=np.int64)
-        for r in range(n_runs):
-            lengths[r] = np.bincount(tix[r], minlength=n_topics)
+        lengths = np.bincount(r_s * n_topics + t_s, minlength=n_runs * n_topics).reshape(
+            n_runs, n_topics)
         depth = int(lengths.max()) if lengths.size else 0
         codes = np.full((n_runs, n_topics, depth), PAD_CODE, dtype=np.int32)
         scores = np.full((n_runs, n_topics, depth), -np.inf)
         ranks = np.full((n_runs, n_topics, depth), np.iinfo(np.int64).max, dtype=np.int64)
-        offset = 0
-        for r, (_, _, a) in enumerate(runs):
-            t = tix[r]
-            n = len(t)
-            perm = np.argsort(t, kind="stable")  # file order within each topic
-            ts = t[perm]
-            first = np.concatenate(([0], np.cumsum(lengths[r])[:-1]))
-            pos = np.arange(n) - first[ts]
-            codes[r, ts, pos] = code[offset:offset + n][perm]
-            scores[r, ts, pos] = a.scores[perm]
-            ranks[r, ts, pos] = a.ranks[perm]
-            offset += n
-        ascii_only = docs.size == 0 or bool((docs.view(np.uint8) < 128).all())
+        if len(perm):
+            new_group = np.concatenate(([True], group_key[1:] != group_key[:-1]))
+            first = np.flatnonzero(new_group)
+            pos = np.arange(len(perm)) - first[np.cumsum(new_group) - 1]
+            flat = (r_s * n_topics + t_s) * depth + pos
+            codes.reshape(-1)[flat] = code_s
+            scores.reshape(-1)[flat] = np.concatenate([a.scores for _, _, a in runs])[perm]
+            ranks.reshape(-1)[flat] = np.concatenate([a.ranks for _, _, a in runs])[perm]
+        if docs.size == 0 or bool((u_doc.view(np.uint8) < 128).all()):
+            words = u_doc.astype(str)
+        else:
+            words = np.array([w.decode("utf-8") for w in u_doc.tolist()], dtype=str)
         vocab, indexes = [], []
         for ti in range(n_topics):
-            words = u_doc[bounds[ti]:bounds[ti + 1]]
-            if ascii_only:  # as wide as this topic's longest docid, as from_rankings makes it
-                words = words.astype(f"S{max(1, int(np.char.str_len(words).max()))}").astype(str)
-            else:
-                words = np.array([w.decode("utf-8") for w in words.tolist()], dtype=str)
-            vocab.append(words)
-            indexes.append(dict(zip(words.tolist(), range(len(words)))))
+            mine = words[u_bounds[ti]:u_bounds[ti + 1]]
+            vocab.append(mine)
+            indexes.append(dict(zip(mine.tolist(), range(len(mine)))))
         return cls([t for t, _, _ in runs], [s for _, s, _ in runs], topics, vocab,
                    codes, scores, ranks, lengths, indexes)
 
@@ -275,47 +267,84 @@ class RunArrays:
 _MIX = np.uint64(0x9E3779B97F4A7C15)
 
 
-def _factorize_pairs(topics: np.ndarray, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Number the distinct (topic index, docid) pairs: ``(code of each entry, one entry
-    of each code)``. The pairs are hashed to 64 bits and grouped by pandas' hash table;
-    every entry is then compared with its group's representative, and a collision (never
-    seen in practice) falls back to an exact sort."""
-    n = len(docs)
-    if n == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+def _words(docs: np.ndarray) -> list[np.ndarray]:
+    """Views of 8-byte words that together cover every byte of each fixed-width string
+    (the last one may overlap the one before): equal words, equal strings."""
     width = docs.dtype.itemsize
-    words = -(-width // 8)
-    padded = np.zeros((n, words * 8), dtype=np.uint8)
-    padded[:, :width] = docs.view(np.uint8).reshape(n, width)
-    w = padded.view(np.uint64)
-    h = topics.astype(np.uint64) * _MIX
-    for i in range(words):
-        h ^= w[:, i]
-        h *= _MIX
+    if width < 8:
+        docs = docs.astype("S8")
+        width = 8
+    docs = np.ascontiguousarray(docs)
+    offsets = list(range(0, width - 7, 8))
+    if offsets[-1] != width - 8:
+        offsets.append(width - 8)
+    return [np.ndarray(len(docs), dtype="<u8", buffer=docs, offset=o, strides=(width,))
+            for o in offsets] if len(docs) else [np.zeros(0, np.uint64)]
+
+
+def _byte_order(docs: np.ndarray) -> np.ndarray:
+    """The permutation that sorts byte strings in byte order (with integer sorts on
+    big-endian words of the zero-padded strings)."""
+    width = docs.dtype.itemsize
+    padded = docs.astype(f"S{-(-width // 8) * 8}")
+    words = padded.view(">u8").reshape(len(docs), -1)
+    return np.lexsort(words.T[::-1])
+
+
+def _codes_by_topic(docs: np.ndarray, perm: np.ndarray, bounds: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Code each entry ``docs[perm]`` within its topic (``bounds``: where each topic's
+    entries start in ``perm``) by its docid's place in the topic's sorted docids.
+    Returns the codes (in ``perm`` order), every topic's docids one after the other,
+    and where each topic's start. Docids are hashed to 64 bits and grouped by pandas'
+    hash table one topic at a time (small tables stay in cache); every entry is then
+    compared with its group's representative, and a topic with a collision (never seen
+    in practice) is grouped by an exact sort instead."""
+    words = [w[perm] for w in _words(docs)]
+    h = words[0] * _MIX
+    for w in words[1:]:
         h ^= h >> np.uint64(29)
-    codes, uniques = pd.factorize(h)
-    codes = codes.astype(np.int64, copy=False)
-    reps = np.empty(len(uniques), dtype=np.int64)
-    reps[codes] = np.arange(n)
-    back = reps[codes]
-    if bool((topics[back] == topics).all()) and bool((w[back] == w).all()):
-        return codes, reps
-    order = np.lexsort((docs, topics))
-    st, sd = topics[order], docs[order]
-    new = np.concatenate(([True], (st[1:] != st[:-1]) | (sd[1:] != sd[:-1])))
-    codes = np.empty(n, dtype=np.int64)
-    codes[order] = np.cumsum(new) - 1
-    return codes, order[new]
+        h ^= w
+        h *= _MIX
+    code = np.empty(len(perm), dtype=np.int64)
+    reps_all = []
+    u_bounds = [0]
+    for t in range(len(bounds) - 1):
+        lo, hi = int(bounds[t]), int(bounds[t + 1])
+        c, uniques = pd.factorize(h[lo:hi])
+        reps = np.empty(len(uniques), dtype=np.int64)
+        reps[c] = np.arange(hi - lo)
+        back = reps[c] + lo
+        if not all(bool((w[back] == w[lo:hi]).all()) for w in words):
+            sorted_docs = docs[perm[lo:hi]]
+            uniq, c = np.unique(sorted_docs, return_inverse=True)
+            first = np.empty(len(uniq), dtype=np.int64)
+            first[c] = np.arange(hi - lo)
+            reps = first
+        reps += lo
+        order = _byte_order(docs[perm[reps]])
+        rank = np.empty(len(order), dtype=np.int64)
+        rank[order] = np.arange(len(order))
+        code[lo:hi] = rank[c]
+        reps_all.append(reps[order])
+        u_bounds.append(u_bounds[-1] + len(order))
+    reps = np.concatenate(reps_all) if reps_all else np.zeros(0, np.int64)
+    return code, docs[perm[reps]], np.array(u_bounds, dtype=np.int64)
 
 
-def _repeated(run_of: np.ndarray, pair: np.ndarray, n_pairs: int) -> bool:
-    """Whether some run holds one (topic, docid) pair twice."""
-    if len(pair) == 0:
-        return False
-    key = run_of * n_pairs + pair
-    if int(key.max()) < (1 << 26):
-        return int(np.bincount(key).max()) > 1
-    return len(pd.unique(key)) != len(key)
+def _repeated(run: np.ndarray, pair: np.ndarray, n_runs: int, n_pairs: int) -> bool:
+    """Whether some run holds one (topic, docid) pair twice: a run's entries mark their
+    pairs, and fewer marks than entries means a repeat."""
+    seen = np.zeros(n_pairs, dtype=bool)
+    order = np.argsort(run, kind="stable")
+    bounds = np.searchsorted(run[order], np.arange(n_runs + 1))
+    for r in range(n_runs):
+        mine = pair[order[bounds[r]:bounds[r + 1]]]
+        seen[mine] = True
+        if int(np.count_nonzero(seen)) != len(mine):
+            return True
+        seen[mine] = False
+    return False
 
 
 def _ties_by_docid_descending(codes: np.ndarray, scores: np.ndarray) -> np.ndarray:

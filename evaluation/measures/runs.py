@@ -493,10 +493,49 @@ class Qrels:
         return sorted(self.judgments, key=topic_sort_key)
 
 
+def _stretches(*keys: np.ndarray) -> np.ndarray:
+    """Where runs of equal ``keys`` (compared together) start, and the end."""
+    n = len(keys[0])
+    change = np.zeros(max(n - 1, 0), dtype=bool)
+    for k in keys:
+        change |= k[1:] != k[:-1]
+    return np.concatenate(([0], np.flatnonzero(change) + 1, [n]))
+
+
+def _bulk_qrels(path, kind: str) -> dict:
+    """Qrels read by :func:`common.columns.read_columns`; :class:`Unsure` for anything
+    the line reader should look at (an ``L<n>`` grade, a document judged twice, ...)."""
+    blocks = [b for b in read_columns(fileio.require_file(path, error=EvaluationInputError), 4)
+              if b.rows]
+    if not blocks:
+        raise Unsure
+    topics = np.concatenate([b.text(0) for b in blocks])
+    second = np.concatenate([b.text(1) for b in blocks])
+    docs = np.concatenate([b.text(2) for b in blocks]).astype(str).tolist()
+    grades = np.concatenate([b.ints(3) for b in blocks]).tolist()
+    edges = _stretches(topics, second) if kind == "diversity" else _stretches(topics)
+    out: dict = {}
+    for lo, hi in zip(edges[:-1].tolist(), edges[1:].tolist()):
+        docs_of = out.setdefault(topics[lo].decode("ascii"), {})
+        if kind == "diversity":
+            docs_of = docs_of.setdefault(second[lo].decode("ascii"), {})
+        before = len(docs_of)
+        docs_of.update(zip(docs[lo:hi], grades[lo:hi]))
+        if len(docs_of) != before + hi - lo:
+            raise Unsure  # judged twice: the line reader names the line
+    return out
+
+
 def read_qrels(path: str | Path, kind: str) -> Qrels:
-    """Read ad hoc or diversity qrels; a (topic, [intent,] docid) judged twice is an error."""
+    """Read ad hoc or diversity qrels; a (topic, [intent,] docid) judged twice is an error.
+    Files are read in bulk; one that fails a check is read again line by line to name
+    the line."""
     if kind not in ("adhoc", "diversity"):
         raise EvaluationInputError("--qrels-format", None, f"unknown qrels format {kind!r}; use adhoc or diversity")
+    try:
+        return Qrels(kind, _bulk_qrels(path, kind), str(path))
+    except Unsure:
+        pass
     out: dict = {}
     for n, cols in _lines(path):
         if len(cols) != 4:

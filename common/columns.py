@@ -39,6 +39,26 @@ BLOCK_BYTES = 64 << 20  # bytes parsed at once (cut at a line end)
 _MAX_FAST_DIGITS = 15  # below 2**53: the mantissa is an exact double
 _POW10 = np.array([10.0**k for k in range(23)])  # exact doubles
 _UTF8_BOM = b"\xef\xbb\xbf"
+_LEAD = b" " * 16
+
+
+_F0 = np.uint64(0xF0F0F0F0F0F0F0F0)
+_ZEROS = np.uint64(0x3030303030303030)
+_SIXES = np.uint64(0x0606060606060606)
+
+
+def _all_digits(words: np.ndarray) -> bool:
+    """Whether every byte of every word is an ASCII digit (bytes below 0x80)."""
+    return bool(((words & _F0) == _ZEROS).all()) and bool((((words + _SIXES) & _F0) == _ZEROS).all())
+
+
+def _swar8(words: np.ndarray) -> np.ndarray:
+    """The numbers written by eight ASCII digits, the first in the lowest byte."""
+    v = words - _ZEROS
+    v = v * np.uint64(10) + (v >> np.uint64(8))
+    v = ((v & np.uint64(0x000000FF000000FF)) * np.uint64(100 + (1000000 << 32))
+         + ((v >> np.uint64(16)) & np.uint64(0x000000FF000000FF)) * np.uint64(1 + (10000 << 32)))
+    return v >> np.uint64(32)
 
 
 class Unsure(Exception):
@@ -83,49 +103,53 @@ class Columns:
 
     def _fixed(self, j: int, integer: bool) -> np.ndarray | None:
         """Column ``j`` when every token is ``[+-]digits[.digits]`` with the same number of
-        decimals and at most 15 characters (the way programs write scores): the tokens
-        right-aligned in a matrix, digits times a fixed vector of powers of ten (exact
-        below 2**53), divided by 10**decimals. ``None`` when the column is not like that."""
+        decimals and at most 16 characters (the way programs write scores and ranks).
+        The last 16 bytes before each token's end are read as two 64-bit words, the
+        bytes before the token (and the sign and the dot) set to ``'0'``, the digits
+        checked and combined eight at a time (SWAR), and the decimals divided out:
+        ``mantissa / 10**decimals``, exact below 2**53 as ``float()`` is. ``None`` when
+        the column is not like that."""
         s, e = self.starts[:, j], self.ends[:, j]
-        lengths = e - s
-        w = int(lengths.max())
-        if w > _MAX_FAST_DIGITS:
-            return None
         data = self.data
+        lengths = e - s
+        if int(lengths.max()) > 16 or int(e.min()) < 16:
+            return None
         first = data[s[0]:e[0]].tobytes()
-        k = 0 if integer else len(first) - 1 - first.rfind(b".") if b"." in first else 0
-        cols = np.arange(w)
-        if int(e.min()) >= w:  # right-aligned rows of a sliding window
-            m = sliding_window_view(data, w)[e - w]
-        else:
-            idx = e[:, None] - w + cols
-            np.maximum(idx, 0, out=idx)
-            m = data[idx]
-        if int(lengths.min()) < w:
-            m = np.where(cols < (w - lengths)[:, None], np.uint8(48), m)
+        k = 0 if integer or b"." not in first else len(first) - 1 - first.rfind(b".")
+        words = np.ndarray((len(data) - 7,), dtype="<u8", buffer=data, strides=(1,))
+        hi, lo = words[e - 8], words[e - 16]
         lead = data[s]
         neg = lead == ord("-")
-        signed = neg | (lead == ord("+"))
-        if signed.any():
-            rows = np.flatnonzero(signed)
-            m[rows, w - lengths[rows]] = 48
-        d = m - np.uint8(48)
-        digit_cols = np.ones(w, dtype=bool)
-        if k:
-            if k >= w or not bool((m[:, w - 1 - k] == ord(".")).all()):
-                return None
-            digit_cols[w - 1 - k] = False
-        if not bool((d[:, digit_cols] < 10).all()):
-            return None
-        if bool((lengths - signed - (k > 0) < 1).any()):
+        keep = lengths - (neg | (lead == ord("+")))  # the token without its sign
+        if bool((keep - (k > 0) < 1).any()):
             return None  # a sign or a dot without digits
-        power = np.cumsum(digit_cols[::-1])[::-1] - 1
-        weights = np.where(digit_cols, 10.0 ** power, 0.0)
-        mant = d.astype(np.float64) @ weights
+        ones, zeros = np.uint64(0xFFFFFFFFFFFFFFFF), np.uint64(0x3030303030303030)
+        keep_hi = np.minimum(keep, 8).astype(np.uint64)
+        mask = ones << (np.uint64(8) * (np.uint64(8) - keep_hi))
+        hi = (hi & mask) | (zeros & ~mask)
+        keep_lo = np.clip(keep - 8, 0, 8).astype(np.uint64)
+        mask = np.where(keep_lo > 0, ones << (np.uint64(8) * (np.uint64(8) - keep_lo)), np.uint64(0))
+        lo = (lo & mask) | (zeros & ~mask)
+        if k:
+            if k > 14:
+                return None
+            word, at = (hi, 7 - k) if k < 8 else (lo, 15 - k)
+            byte = np.uint64(0xFF) << np.uint64(8 * at)
+            if not bool(((word & byte) == (np.uint64(ord(".")) << np.uint64(8 * at))).all()):
+                return None
+            word &= ~byte
+            word |= np.uint64(0x30) << np.uint64(8 * at)
+        if not (_all_digits(hi) and _all_digits(lo)):
+            return None
+        x = _swar8(lo) * np.uint64(10**8) + _swar8(hi)
+        if k:
+            x = (x // np.uint64(10 ** (k + 1))) * np.uint64(10**k) + x % np.uint64(10**k)
+        if bool((x >= np.uint64(1 << 53)).any()):
+            return None
         if integer:
-            mant = mant.astype(np.int64)
+            mant = x.astype(np.int64)
             return np.where(neg, -mant, mant)
-        value = mant / _POW10[k]
+        value = x.astype(np.float64) / _POW10[k]
         return np.where(neg, -value, value)
 
     def _numbers(self, j: int, integer: bool) -> np.ndarray:
@@ -222,7 +246,8 @@ def _blocks(path, block_bytes: int):
 
 
 def _parse_block(buf: bytes, ncols: int, at_least: bool) -> Columns:
-    a = np.frombuffer(buf, dtype=np.uint8)
+    # sixteen blanks in front: every number's last 16 bytes lie inside the buffer
+    a = np.frombuffer(_LEAD + buf, dtype=np.uint8)
     space = a <= 32
     if (a > 126).any():
         raise Unsure  # non-ASCII (or DEL): the line reader decodes and checks it

@@ -150,47 +150,56 @@ class RunSet:
                     source, None, f"run tag {tag!r} is also the tag of {seen[tag]}; tags must differ"
                 )
             seen[tag] = source
-        # topics: each run's entries come in stretches of one topic
-        stretches = []
-        names: set[bytes] = set()
-        for _, _, a in runs:
+        # Each run's entries come in stretches of one topic (usually one per topic). All
+        # the bookkeeping is done on stretches; entries are only moved in bulk.
+        st_values, st_run, st_start, st_size = [], [], [], []
+        offset = 0
+        for r, (_, _, a) in enumerate(runs):
             t = a.topics
-            start = np.concatenate(([0], np.flatnonzero(t[1:] != t[:-1]) + 1)) if len(t) else np.zeros(0, np.int64)
-            values = t[start].tolist()
-            stretches.append((values, np.diff(np.append(start, len(t)))))
-            names.update(values)
-        topics = sorted((b.decode("utf-8") for b in names), key=topic_sort_key)
+            n = len(t)
+            start = np.concatenate(([0], np.flatnonzero(t[1:] != t[:-1]) + 1)) if n else np.zeros(0, np.int64)
+            st_values += t[start].tolist()
+            st_run.append(np.full(len(start), r, dtype=np.int64))
+            st_start.append(start + offset)
+            st_size.append(np.diff(np.append(start, n)))
+            offset += n
+        total = offset
+        topics = sorted({b.decode("utf-8") for b in st_values}, key=topic_sort_key)
         position = {name.encode("utf-8"): i for i, name in enumerate(topics)}
         n_runs, n_topics = len(runs), len(topics)
-        tix = [np.repeat(np.array([position[v] for v in values], dtype=np.int64), sizes)
-               for values, sizes in stretches]
-        sizes = [len(a.docids) for _, _, a in runs]
-        run_of = np.repeat(np.arange(n_runs), sizes)
-        all_t = np.concatenate(tix) if tix else np.zeros(0, np.int64)
+        st_topic = np.array([position[v] for v in st_values], dtype=np.int64)
+        st_run, st_start, st_size = (np.concatenate(x) if x else np.zeros(0, np.int64)
+                                     for x in (st_run, st_start, st_size))
+        lengths = np.bincount(st_run * n_topics + st_topic, weights=st_size,
+                              minlength=n_runs * n_topics).astype(np.int64).reshape(n_runs, n_topics)
+        depth = int(lengths.max()) if lengths.size else 0
+        # stretches by topic, then run, then file order: the entries in that order ("sorted")
+        o = np.lexsort((st_start, st_run, st_topic))
+        size_o = st_size[o]
+        cum_o = np.concatenate(([0], np.cumsum(size_o)[:-1])) if len(o) else np.zeros(0, np.int64)
+        group = st_topic[o] * n_runs + st_run[o]
+        new_group = np.concatenate(([True], group[1:] != group[:-1])) if len(o) else np.zeros(0, bool)
+        base_o = cum_o - cum_o[np.flatnonzero(new_group)][np.cumsum(new_group) - 1]
+        perm = _ramps(st_start[o], size_o)
+        flat_sorted = _ramps((st_run[o] * n_topics + st_topic[o]) * depth + base_o, size_o)
+        base = np.empty_like(base_o)
+        base[o] = base_o
+        flat = _ramps((st_run * n_topics + st_topic) * depth + base, st_size)
+        bounds = np.append(cum_o, total)[np.searchsorted(st_topic[o], np.arange(n_topics + 1))]
         docs = np.concatenate([a.docids for _, _, a in runs]) if runs else np.zeros(0, "S1")
-        # entries grouped by topic, then by run, then in file order
-        perm = np.argsort(all_t, kind="stable")
-        t_s, r_s = all_t[perm], run_of[perm]
-        bounds = np.searchsorted(t_s, np.arange(n_topics + 1))
         # one code per (topic, docid), in docid order within the topic
         code_s, u_doc, u_bounds = _codes_by_topic(docs, perm, bounds)
-        group_key = t_s * n_runs + r_s  # one group per (topic, run)
-        if _repeated(r_s, code_s + u_bounds[t_s], n_runs, len(u_doc)):
+        pair = np.empty(total, dtype=np.int64)
+        pair[perm] = code_s + _ramps(u_bounds[st_topic[o]], size_o, step=0)
+        if _repeated(pair, [len(a.docids) for _, _, a in runs], len(u_doc)):
             raise Unsure  # a document twice for one topic of one run
-        lengths = np.bincount(r_s * n_topics + t_s, minlength=n_runs * n_topics).reshape(
-            n_runs, n_topics)
-        depth = int(lengths.max()) if lengths.size else 0
         codes = np.full((n_runs, n_topics, depth), PAD_CODE, dtype=np.int32)
         scores = np.full((n_runs, n_topics, depth), -np.inf)
         ranks = np.full((n_runs, n_topics, depth), np.iinfo(np.int64).max, dtype=np.int64)
-        if len(perm):
-            new_group = np.concatenate(([True], group_key[1:] != group_key[:-1]))
-            first = np.flatnonzero(new_group)
-            pos = np.arange(len(perm)) - first[np.cumsum(new_group) - 1]
-            flat = (r_s * n_topics + t_s) * depth + pos
-            codes.reshape(-1)[flat] = code_s
-            scores.reshape(-1)[flat] = np.concatenate([a.scores for _, _, a in runs])[perm]
-            ranks.reshape(-1)[flat] = np.concatenate([a.ranks for _, _, a in runs])[perm]
+        if total:
+            codes.reshape(-1)[flat_sorted] = code_s
+            scores.reshape(-1)[flat] = np.concatenate([a.scores for _, _, a in runs])
+            ranks.reshape(-1)[flat] = np.concatenate([a.ranks for _, _, a in runs])
         if docs.size == 0 or bool((u_doc.view(np.uint8) < 128).all()):
             words = u_doc.astype(str)
         else:
@@ -300,7 +309,8 @@ def _codes_by_topic(docs: np.ndarray, perm: np.ndarray, bounds: np.ndarray
     hash table one topic at a time (small tables stay in cache); every entry is then
     compared with its group's representative, and a topic with a collision (never seen
     in practice) is grouped by an exact sort instead."""
-    words = [w[perm] for w in _words(docs)]
+    docs = docs[perm]
+    words = _words(docs)
     h = words[0] * _MIX
     for w in words[1:]:
         h ^= h >> np.uint64(29)
@@ -316,32 +326,45 @@ def _codes_by_topic(docs: np.ndarray, perm: np.ndarray, bounds: np.ndarray
         reps[c] = np.arange(hi - lo)
         back = reps[c] + lo
         if not all(bool((w[back] == w[lo:hi]).all()) for w in words):
-            sorted_docs = docs[perm[lo:hi]]
+            sorted_docs = docs[lo:hi]
             uniq, c = np.unique(sorted_docs, return_inverse=True)
             first = np.empty(len(uniq), dtype=np.int64)
             first[c] = np.arange(hi - lo)
             reps = first
         reps += lo
-        order = _byte_order(docs[perm[reps]])
+        order = _byte_order(docs[reps])
         rank = np.empty(len(order), dtype=np.int64)
         rank[order] = np.arange(len(order))
         code[lo:hi] = rank[c]
         reps_all.append(reps[order])
         u_bounds.append(u_bounds[-1] + len(order))
     reps = np.concatenate(reps_all) if reps_all else np.zeros(0, np.int64)
-    return code, docs[perm[reps]], np.array(u_bounds, dtype=np.int64)
+    return code, docs[reps], np.array(u_bounds, dtype=np.int64)
 
 
-def _repeated(run: np.ndarray, pair: np.ndarray, n_runs: int, n_pairs: int) -> bool:
-    """Whether some run holds one (topic, docid) pair twice: a run's entries mark their
-    pairs, and fewer marks than entries means a repeat."""
+def _ramps(first: np.ndarray, sizes: np.ndarray, step: int = 1) -> np.ndarray:
+    """``first[k], first[k] + step, ...`` for ``sizes[k]`` (at least 1) entries each, one
+    segment after another (one cumulative sum; ``np.repeat`` is several times slower)."""
+    total = int(sizes.sum())
+    inc = np.full(total, step, dtype=np.int64)
+    if total:
+        at = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+        inc[at[1:]] = first[1:] - first[:-1] - step * (sizes[:-1] - 1)
+        inc[0] = first[0]
+    return np.cumsum(inc, out=inc)
+
+
+def _repeated(pair: np.ndarray, sizes: list[int], n_pairs: int) -> bool:
+    """Whether some run (``sizes``: the runs' entry counts, one after the other) holds
+    one (topic, docid) pair twice: a run's entries mark their pairs, and fewer marks
+    than entries means a repeat."""
     seen = np.zeros(n_pairs, dtype=bool)
-    order = np.argsort(run, kind="stable")
-    bounds = np.searchsorted(run[order], np.arange(n_runs + 1))
-    for r in range(n_runs):
-        mine = pair[order[bounds[r]:bounds[r + 1]]]
+    at = 0
+    for n in sizes:
+        mine = pair[at:at + n]
+        at += n
         seen[mine] = True
-        if int(np.count_nonzero(seen)) != len(mine):
+        if int(np.count_nonzero(seen)) != n:
             return True
         seen[mine] = False
     return False

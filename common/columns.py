@@ -117,7 +117,7 @@ class Columns:
         first = data[s[0]:e[0]].tobytes()
         k = 0 if integer or b"." not in first else len(first) - 1 - first.rfind(b".")
         words = np.ndarray((len(data) - 7,), dtype="<u8", buffer=data, strides=(1,))
-        hi, lo = words[e - 8], words[e - 16]
+        hi = words[e - 8]
         lead = data[s]
         neg = lead == ord("-")
         keep = lengths - (neg | (lead == ord("+")))  # the token without its sign
@@ -127,11 +127,17 @@ class Columns:
         keep_hi = np.minimum(keep, 8).astype(np.uint64)
         mask = ones << (np.uint64(8) * (np.uint64(8) - keep_hi))
         hi = (hi & mask) | (zeros & ~mask)
-        keep_lo = np.clip(keep - 8, 0, 8).astype(np.uint64)
-        mask = np.where(keep_lo > 0, ones << (np.uint64(8) * (np.uint64(8) - keep_lo)), np.uint64(0))
-        lo = (lo & mask) | (zeros & ~mask)
+        short = int(keep.max()) <= 8  # every token fits the last word
+        if short:
+            lo = np.full(len(hi), zeros)
+        else:
+            lo = words[e - 16]
+            keep_lo = np.clip(keep - 8, 0, 8).astype(np.uint64)
+            mask = np.where(keep_lo > 0, ones << (np.uint64(8) * (np.uint64(8) - keep_lo)),
+                            np.uint64(0))
+            lo = (lo & mask) | (zeros & ~mask)
         if k:
-            if k > 14:
+            if k > 14 or (short and k > 6):
                 return None
             word, at = (hi, 7 - k) if k < 8 else (lo, 15 - k)
             byte = np.uint64(0xFF) << np.uint64(8 * at)
@@ -139,9 +145,9 @@ class Columns:
                 return None
             word &= ~byte
             word |= np.uint64(0x30) << np.uint64(8 * at)
-        if not (_all_digits(hi) and _all_digits(lo)):
+        if not (_all_digits(hi) and (short or _all_digits(lo))):
             return None
-        x = _swar8(lo) * np.uint64(10**8) + _swar8(hi)
+        x = _swar8(hi) if short else _swar8(lo) * np.uint64(10**8) + _swar8(hi)
         if k:
             x = (x // np.uint64(10 ** (k + 1))) * np.uint64(10**k) + x % np.uint64(10**k)
         if bool((x >= np.uint64(1 << 53)).any()):

@@ -193,9 +193,13 @@ class RunSet:
         pair[perm] = code_s + _ramps(u_bounds[st_topic[o]], size_o, step=0)
         if _repeated(pair, [len(a.docids) for _, _, a in runs], len(u_doc)):
             raise Unsure  # a document twice for one topic of one run
-        codes = np.full((n_runs, n_topics, depth), PAD_CODE, dtype=np.int32)
-        scores = np.full((n_runs, n_topics, depth), -np.inf)
-        ranks = np.full((n_runs, n_topics, depth), np.iinfo(np.int64).max, dtype=np.int64)
+        shape = (n_runs, n_topics, depth)
+        if lengths.size and int(lengths.min()) == depth:  # no padding: every cell is written
+            codes, scores, ranks = np.empty(shape, np.int32), np.empty(shape), np.empty(shape, np.int64)
+        else:
+            codes = np.full(shape, PAD_CODE, dtype=np.int32)
+            scores = np.full(shape, -np.inf)
+            ranks = np.full(shape, np.iinfo(np.int64).max, dtype=np.int64)
         if total:
             codes.reshape(-1)[flat_sorted] = code_s
             scores.reshape(-1)[flat] = np.concatenate([a.scores for _, _, a in runs])

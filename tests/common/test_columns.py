@@ -163,3 +163,18 @@ def test_trecrun_bulk_refuses_what_the_line_reader_refuses(tmp_path):
     with pytest.raises(trecrun.RunFormatError, match="line 2: topic '3' is not in the topic set"):
         trecrun.read_run(p, {"1"})
     assert columns.BLOCK_BYTES > (1 << 20)  # a block always holds a whole line
+
+
+def test_read_runs_without_padding_equals_the_line_reader(tmp_path):
+    # every run ranks as many documents for every topic: no position is left as padding
+    paths = []
+    for r in range(2):
+        p = tmp_path / f"full{r}.txt"
+        p.write_text("".join(f"{t} Q0 d{(d * (r + 3)) % 7} {d + 1} {round(1 - d / 4, 1)} f{r}\n"
+                             for t in ("1", "2") for d in range(5)))
+        paths.append(p)
+    bulk = eval_runs.read_runs(paths)
+    lines = eval_runs.RunSet.from_rankings(
+        [(lambda tag, per, p=p: (tag, str(p), per))(*eval_runs.read_run_file(p)) for p in paths])
+    for name in ("codes", "scores", "ranks", "lengths"):
+        assert np.array_equal(getattr(bulk, name), getattr(lines, name)), name

@@ -40,6 +40,7 @@ _MAX_FAST_DIGITS = 15  # below 2**53: the mantissa is an exact double
 _POW10 = np.array([10.0**k for k in range(23)])  # exact doubles
 _UTF8_BOM = b"\xef\xbb\xbf"
 _LEAD = b" " * 16
+_TAIL = b"\0" * 8
 
 
 _F0 = np.uint64(0xF0F0F0F0F0F0F0F0)
@@ -93,6 +94,39 @@ class Columns:
         if int(lengths.min()) < w:
             m *= np.arange(w) < lengths[:, None]
         return m, lengths
+
+    def token(self, i: int, j: int) -> bytes:
+        """The token of row ``i``, column ``j``."""
+        return self.data[self.starts[i, j]:self.ends[i, j]].tobytes()
+
+    def _keys(self, j: int) -> np.ndarray | None:
+        """Column ``j`` as one 64-bit word per token (its bytes, zeros after), when every
+        token has at most 8 bytes: equal words, equal tokens (no token holds a NUL)."""
+        s, e = self.starts[:, j], self.ends[:, j]
+        lengths = e - s
+        if int(lengths.max()) > 8 or int(s.max()) + 8 > len(self.data):
+            return None
+        words = np.ndarray((len(self.data) - 7,), dtype="<u8", buffer=self.data, strides=(1,))
+        shift = np.uint64(8) * (np.uint64(8) - lengths.astype(np.uint64))
+        return words[s] & (np.uint64(0xFFFFFFFFFFFFFFFF) >> shift)
+
+    def all_equal(self, j: int, token: bytes) -> bool:
+        """Whether every token of column ``j`` is ``token``."""
+        if self.rows == 0:
+            return True
+        keys = self._keys(j)
+        if keys is None:
+            return bool((self.text(j) == token).all())
+        return len(token) <= 8 and bool((keys == keys[0]).all()) and self.token(0, j) == token
+
+    def stretches(self, j: int) -> tuple[np.ndarray, list[bytes]]:
+        """Where each run of equal tokens in column ``j`` starts, and its token."""
+        keys = self._keys(j)
+        if keys is None:
+            keys = self.text(j)
+        first = np.concatenate(([0], np.flatnonzero(keys[1:] != keys[:-1]) + 1)) if self.rows else (
+            np.zeros(0, np.int64))
+        return first, [self.token(i, j) for i in first.tolist()]
 
     def text(self, j: int) -> np.ndarray:
         """Column ``j`` as a numpy byte-string array (``S<width>``)."""
@@ -253,7 +287,9 @@ def _blocks(path, block_bytes: int):
 
 def _parse_block(buf: bytes, ncols: int, at_least: bool) -> Columns:
     # sixteen blanks in front: every number's last 16 bytes lie inside the buffer
-    a = np.frombuffer(_LEAD + buf, dtype=np.uint8)
+    # and eight after the last line end: every token's first 8 bytes lie inside too
+    data = np.frombuffer(_LEAD + buf + _TAIL, dtype=np.uint8)
+    a = data[:-len(_TAIL)]
     space = a <= 32
     if (a > 126).any():
         raise Unsure  # non-ASCII (or DEL): the line reader decodes and checks it
@@ -265,7 +301,7 @@ def _parse_block(buf: bytes, ncols: int, at_least: bool) -> Columns:
         edges = np.concatenate(([0], edges))
     starts, ends = edges[0::2], edges[1::2]  # the block ends with a line end
     if len(starts) == 0:
-        return Columns(a, np.zeros((0, ncols), np.int64), np.zeros((0, ncols), np.int64))
+        return Columns(data, np.zeros((0, ncols), np.int64), np.zeros((0, ncols), np.int64))
     # Which gaps after a token hold a line end: the gap's first byte, or for the few
     # longer gaps ("\r\n", trailing blanks, blank lines) a search among the line ends.
     gap_ends = np.append(starts[1:], len(a))
@@ -281,7 +317,7 @@ def _parse_block(buf: bytes, ncols: int, at_least: bool) -> Columns:
             # a line is at most as long as the distance between the starts of the next
             if int(np.diff(np.append(line_starts, len(a))).max()) > fileio.MAX_LINE_BYTES:
                 _check_line_lengths(a)
-            return Columns(a, starts.reshape(-1, ncols), ends.reshape(-1, ncols))
+            return Columns(data, starts.reshape(-1, ncols), ends.reshape(-1, ncols))
     if not at_least:
         raise Unsure
     _check_line_lengths(a)
@@ -290,7 +326,7 @@ def _parse_block(buf: bytes, ncols: int, at_least: bool) -> Columns:
     if bool((last - first + 1 < ncols).any()):
         raise Unsure
     idx = first[:, None] + np.arange(ncols)
-    return Columns(a, starts[idx], ends[idx])
+    return Columns(data, starts[idx], ends[idx])
 
 
 def _check_line_lengths(a: np.ndarray) -> None:

@@ -155,10 +155,9 @@ class RunSet:
         st_values, st_run, st_start, st_size = [], [], [], []
         offset = 0
         for r, (_, _, a) in enumerate(runs):
-            t = a.topics
-            n = len(t)
-            start = np.concatenate(([0], np.flatnonzero(t[1:] != t[:-1]) + 1)) if n else np.zeros(0, np.int64)
-            st_values += t[start].tolist()
+            n = len(a.docids)
+            start = a.stretch_starts
+            st_values += a.stretch_topics
             st_run.append(np.full(len(start), r, dtype=np.int64))
             st_start.append(start + offset)
             st_size.append(np.diff(np.append(start, n)))
@@ -186,9 +185,14 @@ class RunSet:
         base[o] = base_o
         flat = _ramps((st_run * n_topics + st_topic) * depth + base, st_size)
         bounds = np.append(cum_o, total)[np.searchsorted(st_topic[o], np.arange(n_topics + 1))]
-        docs = np.concatenate([a.docids for _, _, a in runs]) if runs else np.zeros(0, "S1")
+        # the docids in sorted order, copied stretch by stretch
+        run_offset = np.concatenate(([0], np.cumsum([len(a.docids) for _, _, a in runs])))
+        local = (st_start - run_offset[st_run]).tolist()
+        sizes_l, run_l = st_size.tolist(), st_run.tolist()
+        docs = np.concatenate([runs[run_l[i]][2].docids[local[i]:local[i] + sizes_l[i]]
+                               for i in o.tolist()]) if total else np.zeros(0, "S1")
         # one code per (topic, docid), in docid order within the topic
-        code_s, u_doc, u_bounds = _codes_by_topic(docs, perm, bounds)
+        code_s, u_doc, u_bounds = _codes_by_topic(docs, bounds)
         pair = np.empty(total, dtype=np.int64)
         pair[perm] = code_s + _ramps(u_bounds[st_topic[o]], size_o, step=0)
         if _repeated(pair, [len(a.docids) for _, _, a in runs], len(u_doc)):
@@ -202,8 +206,10 @@ class RunSet:
             ranks = np.full(shape, np.iinfo(np.int64).max, dtype=np.int64)
         if total:
             codes.reshape(-1)[flat_sorted] = code_s
-            scores.reshape(-1)[flat] = np.concatenate([a.scores for _, _, a in runs])
-            ranks.reshape(-1)[flat] = np.concatenate([a.ranks for _, _, a in runs])
+            for r, (_, _, a) in enumerate(runs):
+                where = flat[run_offset[r]:run_offset[r + 1]]
+                scores.reshape(-1)[where] = a.scores
+                ranks.reshape(-1)[where] = a.ranks
         if docs.size == 0 or bool((u_doc.view(np.uint8) < 128).all()):
             words = u_doc.astype(str)
         else:
@@ -260,19 +266,22 @@ class RunSet:
 
 @dataclass
 class RunArrays:
-    """One run's entries in file order: topic and document ids as UTF-8 byte strings,
-    scores and the rank column."""
+    """One run's entries in file order: document ids as UTF-8 byte strings, scores and
+    the rank column; the topics as stretches of entries (``stretch_starts[i]`` is where
+    the ``i``-th stretch of one topic, ``stretch_topics[i]``, begins)."""
 
-    topics: np.ndarray
+    stretch_starts: np.ndarray
+    stretch_topics: list[bytes]
     docids: np.ndarray
     scores: np.ndarray
     ranks: np.ndarray
 
     @classmethod
     def from_per_topic(cls, per: dict[str, tuple[list, list, list]]) -> "RunArrays":
-        topics = [t.encode("utf-8") for t, (d, _, _) in per.items() for _ in d]
+        sizes = [len(d) for d, _, _ in per.values()]
         docs = [x.encode("utf-8") for d, _, _ in per.values() for x in d]
-        return cls(np.array(topics, dtype=bytes), np.array(docs, dtype=bytes),
+        return cls(np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64),
+                   [t.encode("utf-8") for t in per], np.array(docs, dtype=bytes),
                    np.array([x for _, s, _ in per.values() for x in s], dtype=np.float64),
                    np.array([x for _, _, k in per.values() for x in k], dtype=np.int64))
 
@@ -304,23 +313,22 @@ def _byte_order(docs: np.ndarray) -> np.ndarray:
     return np.lexsort(words.T[::-1])
 
 
-def _codes_by_topic(docs: np.ndarray, perm: np.ndarray, bounds: np.ndarray
+def _codes_by_topic(docs: np.ndarray, bounds: np.ndarray
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Code each entry ``docs[perm]`` within its topic (``bounds``: where each topic's
-    entries start in ``perm``) by its docid's place in the topic's sorted docids.
-    Returns the codes (in ``perm`` order), every topic's docids one after the other,
+    """Code each entry of ``docs`` (grouped by topic; ``bounds``: where each topic's
+    entries start) by its docid's place in the topic's sorted docids.
+    Returns the codes, every topic's docids one after the other,
     and where each topic's start. Docids are hashed to 64 bits and grouped by pandas'
     hash table one topic at a time (small tables stay in cache); every entry is then
     compared with its group's representative, and a topic with a collision (never seen
     in practice) is grouped by an exact sort instead."""
-    docs = docs[perm]
     words = _words(docs)
     h = words[0] * _MIX
     for w in words[1:]:
         h ^= h >> np.uint64(29)
         h ^= w
         h *= _MIX
-    code = np.empty(len(perm), dtype=np.int64)
+    code = np.empty(len(docs), dtype=np.int64)
     reps_all = []
     u_bounds = [0]
     for t in range(len(bounds) - 1):
@@ -456,16 +464,24 @@ def _bulk_run(path) -> tuple[str, RunArrays]:
     blocks = [b for b in blocks if b.rows]
     if not blocks:
         raise Unsure
-    tags = np.concatenate([b.text(5) for b in blocks])
-    if not bool((tags == tags[0]).all()):
+    tag = blocks[0].token(0, 5)
+    if not all(b.all_equal(5, tag) for b in blocks):
         raise Unsure
     scores = np.concatenate([b.floats(4) for b in blocks])
     if not bool(np.isfinite(scores).all()):
         raise Unsure
-    arrays = RunArrays(np.concatenate([b.text(0) for b in blocks]),
+    starts, names, at = [], [], 0
+    for b in blocks:  # stretches of one topic
+        first, values = b.stretches(0)
+        if names and values[0] == names[-1]:
+            first, values = first[1:], values[1:]  # the stretch goes on across blocks
+        starts.append(first + at)
+        names += values
+        at += b.rows
+    arrays = RunArrays(np.concatenate(starts), names,
                        np.concatenate([b.text(2) for b in blocks]),
                        scores, np.concatenate([b.ints(3) for b in blocks]))
-    return tags[0].decode("ascii"), arrays
+    return tag.decode("ascii"), arrays
 
 
 def read_runs(paths: Sequence[str | Path]) -> RunSet:

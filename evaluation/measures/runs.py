@@ -140,7 +140,8 @@ class RunSet:
     @classmethod
     def from_arrays(cls, runs: Sequence[tuple[str, str, "RunArrays"]]):
         """Build from ``(tag, source, arrays)`` with the entries of each run in file order;
-        the same :class:`RunSet` as :meth:`from_rankings` on the same rankings. Raises
+        the same :class:`RunSet` as :meth:`from_rankings` on the same rankings (the
+        vocabulary arrays may be wider: one string width for every topic). Raises
         :class:`EvaluationInputError` if two runs share a tag, and :class:`Unsure` if a run
         ranks a document twice for one topic (the line reader says where)."""
         seen: dict[str, str] = {}

@@ -163,7 +163,7 @@ class Columns:
         hi = (hi & mask) | (zeros & ~mask)
         short = int(keep.max()) <= 8  # every token fits the last word
         if short:
-            lo = np.full(len(hi), zeros)
+            lo = None
         else:
             lo = words[e - 16]
             keep_lo = np.clip(keep - 8, 0, 8).astype(np.uint64)

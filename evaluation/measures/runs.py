@@ -359,7 +359,7 @@ def _ramps(first: np.ndarray, sizes: np.ndarray, step: int = 1) -> np.ndarray:
     """``first[k], first[k] + step, ...`` for ``sizes[k]`` (at least 1) entries each, one
     segment after another (one cumulative sum; ``np.repeat`` is several times slower)."""
     total = int(sizes.sum())
-    inc = np.full(total, step, dtype=np.int64)
+    inc = np.zeros(total, dtype=np.int64) if step == 0 else np.full(total, step, dtype=np.int64)
     if total:
         at = np.concatenate(([0], np.cumsum(sizes)[:-1]))
         inc[at[1:]] = first[1:] - first[:-1] - step * (sizes[:-1] - 1)

@@ -90,17 +90,6 @@ def write_data(folder: Path, runs: int, topics: int, depth: int, seed: int,
     return paths, qrels_path
 
 
-def timed(fn, repeat: int, warm_up: bool = True):
-    if warm_up:  # the same for every tool
-        fn()
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t0)
-    return out, {"best_s": min(times), "median_s": statistics.median(times), "runs_s": times}
-
-
 def interleaved(fns, repeat: int):
     """Time several tools alike: one warm-up call each, then ``repeat`` rounds in which each
     tool runs once in turn (so a busy machine slows every tool, not just one)."""

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from common import fileio
-from common.columns import Columns, Unsure, read_columns
+from common.columns import Unsure, read_columns
 
 __all__ = [
     "EvaluationInputError",

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import codecs
 import gzip
+import os
 import zlib
 from dataclasses import dataclass
 
@@ -251,8 +252,13 @@ class Columns:
         return self._numbers(j, integer=True)
 
 
+def _padded(content: bytes) -> np.ndarray:
+    return np.frombuffer(_LEAD + content + _TAIL, dtype=np.uint8)
+
+
 def _blocks(path, block_bytes: int):
-    """The file's (decompressed) bytes in blocks that end at a line end."""
+    """The file's (decompressed) bytes in blocks that end at a line end, each as a byte
+    array with :data:`_LEAD` in front and :data:`_TAIL` behind."""
     limit = fileio.decompressed_limit()
     try:
         fh = fileio.open_binary(path)
@@ -260,6 +266,26 @@ def _blocks(path, block_bytes: int):
         raise Unsure from None
     with fh:
         capped = isinstance(fh, gzip.GzipFile)
+        if not capped:  # a plain file that fits one block: read in place, no copies
+            try:
+                size = os.fstat(fh.fileno()).st_size
+            except OSError:
+                raise Unsure from None
+            if size <= block_bytes:
+                data = np.zeros(len(_LEAD) + size + 1 + len(_TAIL), dtype=np.uint8)
+                data[:len(_LEAD)] = ord(" ")
+                try:
+                    got = fh.readinto(memoryview(data)[len(_LEAD):len(_LEAD) + size + 1])
+                except OSError:
+                    raise Unsure from None
+                if got != size:
+                    raise Unsure  # the file changed while read
+                if size == 0 or data[len(_LEAD) + size - 1] != ord("\n"):
+                    data[len(_LEAD) + size] = ord("\n")  # the last line's end
+                    yield data
+                else:
+                    yield data[:-1]  # the spare byte was not needed
+                return
         total = 0
         rest = b""
         while True:
@@ -279,16 +305,15 @@ def _blocks(path, block_bytes: int):
                 continue
             if cut == 0:
                 raise Unsure  # a line too long: the line reader says where
-            yield buf[:cut]
+            yield _padded(buf[:cut])
             rest = buf[cut:]
         if rest:
-            yield rest + b"\n"
+            yield _padded(rest + b"\n")
 
 
-def _parse_block(buf: bytes, ncols: int, at_least: bool) -> Columns:
-    # sixteen blanks in front: every number's last 16 bytes lie inside the buffer
-    # and eight after the last line end: every token's first 8 bytes lie inside too
-    data = np.frombuffer(_LEAD + buf + _TAIL, dtype=np.uint8)
+def _parse_block(data: np.ndarray, ncols: int, at_least: bool) -> Columns:
+    # sixteen blanks in front: every number's last 16 bytes lie inside the buffer,
+    # and eight bytes after the last line end: every token's first 8 bytes lie inside
     a = data[:-len(_TAIL)]
     space = a <= 32
     if (a > 126).any():
@@ -347,12 +372,12 @@ def read_columns(path, ncols: int, *, at_least: bool = False, encoding: str = "u
     except LookupError:
         raise Unsure from None
     out = []
-    for n, buf in enumerate(_blocks(path, block_bytes)):
-        if n == 0 and buf.startswith(_UTF8_BOM):
+    for n, data in enumerate(_blocks(path, block_bytes)):
+        head = len(_LEAD)
+        if n == 0 and data[head:head + 3].tobytes() == _UTF8_BOM:
             if codecs.lookup(encoding).name != "utf-8":
                 raise Unsure
-            buf = buf[len(_UTF8_BOM):]
-            if not buf:
-                continue
-        out.append(_parse_block(buf, ncols, at_least))
+            data = data.copy()
+            data[head:head + 3] = ord(" ")  # dropped, as the line reader drops it
+        out.append(_parse_block(data, ncols, at_least))
     return out

@@ -178,3 +178,17 @@ def test_read_runs_without_padding_equals_the_line_reader(tmp_path):
         [(lambda tag, per, p=p: (tag, str(p), per))(*eval_runs.read_run_file(p)) for p in paths])
     for name in ("codes", "scores", "ranks", "lengths"):
         assert np.array_equal(getattr(bulk, name), getattr(lines, name)), name
+
+
+@pytest.mark.parametrize("text", [b"\xef\xbb\xbf1 Q0 a 1 2.5 t\n1 Q0 b 2 1.5 t",
+                                  b"1 Q0 a 1 2.5 t\r\n\r\n1 Q0 b 2 1.5 t\r\n"])
+def test_a_plain_file_read_in_place(tmp_path, monkeypatch, text):
+    # a byte-order mark is dropped, a missing last line end or CRLF changes nothing
+    p = tmp_path / "r.txt"
+    p.write_bytes(text)
+    bulk = trecrun.read_run(p)
+
+    def unsure(*args):
+        raise Unsure
+    monkeypatch.setattr(trecrun, "_bulk_read_run", unsure)
+    assert bulk == trecrun.read_run(p) == ("t", {"1": (["a", "b"], [2.5, 1.5])})

@@ -97,6 +97,7 @@ PAGES: dict[str, str] = {
     "crowd:organiser_run_export": STAFF,
     "crowd:organiser_pool_export": STAFF,
     "crowd:organiser_variants_export": STAFF,
+    "crowd:organiser_release": STAFF,  # the whole collection, pseudonymised
     "retrieval:index": STAFF,
     "retrieval:run_detail": STAFF,
     "retrieval:document": STAFF,
@@ -110,6 +111,8 @@ PAGES: dict[str, str] = {
     "judging:manage_task": STAFF,
     "judging:manage_collection": STAFF,
     "judging:manage_publish": STAFF,
+    "judging:manage_stop": STAFF,
+    "judging:manage_resume": STAFF,
     "judging:manage_export": STAFF,
     "evaluation:index": STAFF,
     "evaluation:analysis_new": STAFF,
@@ -139,6 +142,7 @@ API: dict[str, Api] = {
     "api:topic-detail": Api(STAFF),
     "api:intent-list": Api(STAFF),
     "api:variant-list": Api(STAFF),  # worker ids
+    "api:release-export": Api(STAFF),  # the whole collection, pseudonymised
     "api:study-list": Api(STAFF),  # completion codes, entry tokens
     "api:study-detail": Api(STAFF),
     "api:collection-list": Api(STAFF),

@@ -9,6 +9,7 @@ from rest_framework.exceptions import NotFound
 from rest_framework.routers import DefaultRouter
 
 from crowd import api as crowd_api
+from crowd import api_release
 from evaluation import api as evaluation_api
 from judging import api as judging_api
 from pooling import api as pooling_api
@@ -46,6 +47,8 @@ urlpatterns = [
     path("topic-sets/<str:name>/topics/<str:topic_id>/", crowd_api.TopicDetail.as_view(),
          name="topic-detail"),
     path("topic-sets/<str:name>/intents/", crowd_api.IntentList.as_view(), name="intent-list"),
+    path("topic-sets/<str:name>/release/", api_release.ReleaseExport.as_view(),
+         name="release-export"),
     path("topic-sets/<str:name>/variants/", crowd_api.VariantList.as_view(), name="variant-list"),
     path("runs/<str:pk>/rankings/", retrieval_api.RankingList.as_view(), name="ranking-list"),
     path("pools/<str:ref>/documents/", pooling_api.PoolDocumentList.as_view(),

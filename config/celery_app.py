@@ -3,9 +3,10 @@
 Settings come from Django settings under the ``CELERY_`` namespace. Importing this module
 never starts a JVM: retrieval code starts one lazily inside each worker process.
 
-When a worker starts it asks for a reconciliation (retrieval.leases): work whose holder
-died with the previous worker is re-queued at once, not after a lease or visibility
-timeout. Beat repeats it every minute (settings.CELERY_BEAT_SCHEDULE).
+When a worker starts it asks for a reconciliation of every kind of job
+(jobs.services.reconcile_all): work whose holder died with the previous worker is
+re-queued at once, not after a lease or visibility timeout. Beat repeats it every
+JOB_RECONCILE_SECONDS (settings.CELERY_BEAT_SCHEDULE).
 """
 import os
 
@@ -21,7 +22,4 @@ app.autodiscover_tasks()
 
 @worker_ready.connect
 def _reconcile_on_start(sender=None, **kwargs):
-    for name in ("retrieval.tasks.chunks_reconcile_task", "pooling.tasks.pools_reconcile_task",
-                 "evaluation.tasks.analyses_reconcile_task"):
-        app.send_task(name, kwargs={"on_start": True})
-    app.send_task("uploads.tasks.uploads_reconcile_task")
+    app.send_task("jobs.tasks.reconcile_all_task", kwargs={"origin": "start"})

@@ -25,6 +25,9 @@ if not SECRET_KEY:
             "SECRET_KEY must be set when DEBUG is off (export SECRET_KEY=... or DEBUG=1)."
         )
     SECRET_KEY = "insecure-development-key-only-used-with-DEBUG"
+# The secret that pseudonymises worker and assessor ids in a release (crowd.release);
+# empty: derived from SECRET_KEY. Set it to keep pseudonyms when SECRET_KEY is rotated.
+RELEASE_PSEUDONYM_SALT = env.str("RELEASE_PSEUDONYM_SALT", default="")
 
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
@@ -39,6 +42,7 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "jobs",
     "crowd",
     "retrieval",
     "pooling",
@@ -184,9 +188,9 @@ if not DEBUG:
         SECURE_PROXY_SSL_HEADER = tuple(_proxy_header)
 
 # --- Celery -----------------------------------------------------------------------------
-# The database is the ledger of work (retrieval chunks, pool builds: rows with a status and
-# a lease); the broker only carries wake-ups, and a reconciler re-queues what a lost
-# message or a dead worker left (retrieval.leases).
+# The database is the ledger of work (retrieval chunks, pool builds, analyses, uploads: rows
+# with a status and a lease, jobs.models.LeasedJob); the broker only carries wake-ups, and a
+# reconciler re-queues what a lost message or a dead worker left (jobs.leases).
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="filesystem://localhost/")
 if CELERY_BROKER_URL.rstrip("/") == "filesystem:":
     CELERY_BROKER_URL = "filesystem://localhost/"  # kombu warns about a missing host otherwise
@@ -233,15 +237,15 @@ if CELERY_RETRIEVAL_QUEUE:
     CELERY_TASK_ROUTES = {
         "retrieval.tasks.chunk_retrieve_task": {"queue": CELERY_RETRIEVAL_QUEUE},
     }
-# The reconciler runs when a worker starts, every minute here (celery beat, or
-# `celery worker -B`), and on demand with `manage.py recover`.
+# The reconciler (jobs.services.reconcile_all, every kind of job) runs when a worker
+# starts, every JOB_RECONCILE_SECONDS under celery beat, and on demand with
+# `manage.py recover`. A scheduled message expires after one interval: with no worker to
+# take it, the next one replaces it instead of piling up behind it.
+JOB_RECONCILE_SECONDS = env.float("JOB_RECONCILE_SECONDS", default=60.0)
 CELERY_BEAT_SCHEDULE = {
-    "retrieval-chunks-reconcile": {"task": "retrieval.tasks.chunks_reconcile_task",
-                                   "schedule": 60.0},
-    "pooling-pools-reconcile": {"task": "pooling.tasks.pools_reconcile_task", "schedule": 60.0},
-    "evaluation-analyses-reconcile": {"task": "evaluation.tasks.analyses_reconcile_task",
-                                      "schedule": 60.0},
-    "uploads-reconcile": {"task": "uploads.tasks.uploads_reconcile_task", "schedule": 60.0},
+    "jobs-reconcile": {"task": "jobs.tasks.reconcile_all_task", "schedule": JOB_RECONCILE_SECONDS,
+                       "kwargs": {"origin": "beat"},
+                       "options": {"expires": JOB_RECONCILE_SECONDS}},
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
 # A lease is renewed every third of JOB_LEASE_SECONDS while its work runs; a lease that
@@ -305,7 +309,7 @@ SPECTACULAR_SETTINGS = {
         "RetrievalModelKindEnum": "retrieval.models.RetrievalModel.KIND_CHOICES",
         "AnalysisKindEnum": "evaluation.models.Analysis.KIND_CHOICES",
         "CollectionStatusEnum": "retrieval.models.Collection.STATUS_CHOICES",
-        "JobStatusEnum": "retrieval.leases.STATUS_CHOICES",
+        "JobStatusEnum": "jobs.leases.STATUS_CHOICES",
         "JudgingOrderEnum": "judging.models.JudgingTask.ORDER_CHOICES",
         "JudgingModeEnum": "judging.models.JudgingTask.MODE_CHOICES",
         "RankingOrderEnum": "evaluation.measures.runs.ORDERS",

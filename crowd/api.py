@@ -23,8 +23,8 @@ class TopicSetSerializer(serializers.Serializer):
     name = serializers.CharField()
     created = serializers.DateTimeField()
     topics_count = serializers.IntegerField(source="n_topics")
-    answers_count = serializers.IntegerField(source="n_answers", allow_null=True,
-                                             help_text="sum of the variants' counts")
+    answers_count = serializers.IntegerField(source="n_answers",
+                                             help_text="sum of the variants' counts (0 for none)")
 
 
 class IntentSerializer(serializers.Serializer):

@@ -1,6 +1,6 @@
 from django.urls import path, re_path
 
-from crowd import views, views_organiser as org
+from crowd import views, views_organiser as org, views_release
 
 app_name = "crowd"
 
@@ -22,6 +22,8 @@ urlpatterns = [
     # Organiser workflow in the browser (staff): project page, uploads, study, retrieval,
     # judging tasks and exports through the same services as the management commands.
     path("topic-sets/<int:pk>/project/", org.project, name="organiser_project"),
+    path("topic-sets/<int:pk>/release/", views_release.release_download,
+         name="organiser_release"),
     path("organiser/topics/", org.topics_upload, name="organiser_topics_upload"),
     path("organiser/variants/", org.variants_upload, name="organiser_variants_upload"),
     path("organiser/runs/", org.run_upload, name="organiser_run_upload"),

@@ -109,11 +109,15 @@ class RunUploadForm(_Choices):
 
 class QrelsUploadForm(_Choices):
     file = forms.FileField()
-    format = forms.ChoiceField(choices=[("adhoc", "ad hoc: topic iter docid rel"),
-                                        ("diversity", "diversity: topic subtopic docid rel")])
+    format = forms.ChoiceField(choices=[
+        ("adhoc", "ad hoc: topic iter docid rel"),
+        ("diversity", "diversity: topic subtopic docid rel"),
+        ("smart", "SMART: query docid … (every listed pair relevant; CACM qrels.text, CISI/ADI .REL)"),
+        ("cranqrel", "Cranfield cranqrel: query docid code (grade 5 − code)")])
     name = forms.CharField(max_length=100)
     topic_set = forms.ChoiceField(required=False, help_text="check every topic id is in this set")
-    id_map = forms.ChoiceField(required=False, choices=[("", "—"), ("strip-zeros", "strip-zeros")])
+    id_map = forms.ChoiceField(required=False, choices=[("", "—"), ("strip-zeros", "strip-zeros")],
+                               help_text="strip-zeros: topic 01 becomes 1 (CACM's qrels)")
     encoding = forms.CharField(initial="utf-8", max_length=40)
     dynamic = {"topic_set": _topic_set_choices}
 
@@ -407,7 +411,13 @@ def variants_export(request, pk, fmt):
     return _download(text, f"{ts.name}-variants.{fmt}")
 
 
+#: the media type of a download by its file name's extension
+_MEDIA_TYPES = {"json": "application/json", "csv": "text/csv",
+                "tsv": "text/tab-separated-values"}
+
+
 def _download(text: str, filename: str) -> HttpResponse:
-    response = HttpResponse(text, content_type="text/plain; charset=utf-8")
+    media = _MEDIA_TYPES.get(filename.rsplit(".", 1)[-1], "text/plain")
+    response = HttpResponse(text, content_type=f"{media}; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
     return response

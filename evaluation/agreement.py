@@ -49,6 +49,8 @@ import krippendorff
 import numpy as np
 import pandas as pd
 
+from crowd.naturalsort import natural_key
+
 __all__ = [
     "COLUMNS",
     "LEVELS",
@@ -342,7 +344,8 @@ def agreement_summary(labels: pd.DataFrame, relevant_from: int = 1, coherence_al
     intent_groups = pairs["intent"].groupby(["topic", "intent"]) if len(pairs["intent"]) else {}
     intent_pairs = {key: grp for key, grp in intent_groups}
     empty = pairs["intent"].iloc[0:0]
-    for (topic, intent) in sorted(set(zip(topics, intents))):
+    natural_pair = lambda ti: (natural_key(ti[0]), natural_key(ti[1]))  # noqa: E731
+    for (topic, intent) in sorted(set(zip(topics, intents)), key=natural_pair):
         mask = (topics == topic) & (intents == intent)
         stats = _scope_stats(counts_all[mask], cats, intent_pairs.get((topic, intent), empty))
         value = stats["jaccard"]["mean"]
@@ -352,7 +355,7 @@ def agreement_summary(labels: pd.DataFrame, relevant_from: int = 1, coherence_al
         per_intent.setdefault(topic, {})[intent] = stats
     topic_pairs = {key: grp for key, grp in pairs["topic"].groupby("topic")} if len(pairs["topic"]) else {}
     per_topic = {}
-    for topic in sorted(set(topics)):
+    for topic in sorted(set(topics), key=natural_key):
         stats = _scope_stats(counts_all[topics == topic], cats, topic_pairs.get(topic, empty))
         flags = [coherent[(topic, i)] for i in per_intent[topic]]
         stats["coherence"] = _coherence_count(flags, coherence_alpha)

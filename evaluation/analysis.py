@@ -78,7 +78,7 @@ def _read_runs_and_qrels(run_paths, qrels_path, measure):
     from evaluation import measures
 
     specs = measures.parse_measures(measure)
-    if len(specs) != 1 or specs[0].family != "adhoc" or len(specs[0].keys) != 1:
+    if len(specs) != 1 or specs[0].qrels_kind != "adhoc" or len(specs[0].keys) != 1:
         raise ValueError(f"--measure needs one ad hoc measure (e.g. nDCG@10, AP), not {measure!r}")
     return specs, measures.read_runs(run_paths), measures.read_qrels(qrels_path, "diversity")
 
@@ -205,7 +205,7 @@ def _stored_specs_and_runs(topic_set: str, tags: list[str], qrels, measure: str)
     from evaluation.evaluate_selectors import stored_runs
 
     specs = measures.parse_measures(measure)
-    if len(specs) != 1 or specs[0].family != "adhoc" or len(specs[0].keys) != 1:
+    if len(specs) != 1 or specs[0].qrels_kind != "adhoc" or len(specs[0].keys) != 1:
         raise ValueError(f"--measure needs one ad hoc measure (e.g. nDCG@10, AP), not {measure!r}")
     if qrels.kind != "diversity":
         raise ValueError(f"{qrels.source}: per-intent scores need diversity qrels (topic intent docid grade)")

@@ -34,6 +34,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from crowd.naturalsort import natural_key
 from evaluation.agreement import cohen_kappa, label_table
 
 __all__ = ["SIMILARITIES", "intent_properties", "relevant_sets", "similarity"]
@@ -114,8 +115,8 @@ def intent_properties(labels, user_labels=None, alpha: float = 0.5, beta: float 
                                                      set(g["docid"]))
     per_topic: dict = {}
     curves = {"beta": betas, "completeness": {}, "plausibility": {}}
-    for topic in sorted({t for t, _ in sets}):
-        intents = sorted(i for t, i in sets if t == topic)
+    for topic in sorted({t for t, _ in sets}, key=natural_key):
+        intents = sorted((i for t, i in sets if t == topic), key=natural_key)
         entry: dict = {"intents": {}}
         for i in intents:
             c = coherence[(topic, i)]

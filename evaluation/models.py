@@ -1,13 +1,13 @@
 """The ledger of analyses run for the evaluation pages."""
 from django.db import models
 
-from retrieval.leases import QUEUED, STATUS_CHOICES
+from jobs.models import LeasedJob
 
 
-class Analysis(models.Model):
+class Analysis(LeasedJob):
     """One analysis asked for on a page: its kind and parameters, its state, and its result.
 
-    The row is the ledger (status, lease, attempts, error; see :mod:`retrieval.leases`);
+    The row is the ledger (status, lease, attempts, error: :class:`LeasedJob`);
     the Celery message that names it is only a wake-up. ``result`` is the JSON the
     analysis returned, the same the matching command prints with ``--json``.
     """
@@ -29,20 +29,12 @@ class Analysis(models.Model):
 
     kind = models.CharField(max_length=20, choices=KIND_CHOICES)
     params = models.JSONField(default=dict)
-    status = models.CharField(max_length=10, choices=STATUS_CHOICES, default=QUEUED)
     progress = models.FloatField(default=0.0)
-    error = models.TextField(blank=True, default="")
     result = models.JSONField(null=True, blank=True)
     created_by = models.CharField(max_length=150, blank=True, default="")
     created = models.DateTimeField(auto_now_add=True)
     started = models.DateTimeField(null=True, blank=True)
     finished = models.DateTimeField(null=True, blank=True)
-    # the lease (see retrieval.leases)
-    attempts = models.PositiveIntegerField(default=0)
-    holder = models.CharField(max_length=300, blank=True, default="")
-    lease_expires = models.DateTimeField(null=True, blank=True)
-    woken = models.DateTimeField(null=True, blank=True)
-    wakeups = models.PositiveIntegerField(default=0)
 
     class Meta:
         ordering = ["-created", "-id"]

@@ -25,7 +25,7 @@ import math
 import re
 from typing import Callable, Iterable, Mapping, NamedTuple
 
-from evaluation.measures.runs import topic_sort_key
+from crowd.naturalsort import natural_key
 
 __all__ = ["PseudoQrel", "level", "match_count", "normalise", "pseudo_qrels", "reduced_subtopic",
            "truncate_intents"]
@@ -81,11 +81,11 @@ def pseudo_qrels(topics: Mapping[str, str], subtopics: Mapping[str, Mapping[str,
     a document's text; each document is read once per topic."""
     qrels: list[PseudoQrel] = []
     notes: list[str] = []
-    for topic in sorted(subtopics, key=topic_sort_key):
+    for topic in sorted(subtopics, key=natural_key):
         if topic not in topics:
             raise ValueError(f"topic {topic} has subtopics but no topic string")
         reduced = {}
-        for intent, sub in sorted(subtopics[topic].items(), key=lambda kv: topic_sort_key(kv[0])):
+        for intent, sub in sorted(subtopics[topic].items(), key=lambda kv: natural_key(kv[0])):
             reduced[intent] = reduced_subtopic(topics[topic], sub)
             if not reduced[intent]:
                 notes.append(f"topic {topic} intent {intent}: the subtopic {sub!r} is only the topic string")
@@ -105,6 +105,6 @@ def truncate_intents(probabilities: Mapping[str, Mapping[str, float]],
     for topic, probs in probabilities.items():
         if topic not in counts:
             continue
-        ranked = sorted(probs, key=lambda i: (-probs[i], topic_sort_key(i)))
-        out[topic] = sorted(ranked[:counts[topic]], key=topic_sort_key)
+        ranked = sorted(probs, key=lambda i: (-probs[i], natural_key(i)))
+        out[topic] = sorted(ranked[:counts[topic]], key=natural_key)
     return out

@@ -20,10 +20,10 @@ Progress = Callable[[float], None]
 
 
 def _qrels_kind(specs) -> str:
-    families = {s.family == "adhoc" for s in specs}
-    if len(families) > 1:
+    kinds = {s.qrels_kind for s in specs}
+    if len(kinds) > 1:
         raise ValueError("measures: ad hoc and diversity measures need different qrels; evaluate them apart")
-    return "adhoc" if families == {True} else "diversity"
+    return kinds.pop()
 
 
 def _run_tags(topic_set: str, tags) -> list[str]:

@@ -1,8 +1,9 @@
 """Writes of the evaluation app: analyses recorded, run under a lease, failed, reconciled.
 
 The database is the ledger: an analysis row is written (queued) before its task is
-queued, on commit; the task claims the row (:mod:`retrieval.leases`) so a duplicate
-delivery does nothing, and the row holds the progress, the result or the error.
+queued, on commit; the task claims the row (:mod:`jobs.leases`) so a duplicate
+delivery does nothing, and the row holds the progress, the result or the error. A result
+commits only while its claim still holds the lease.
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Callable
 from django.db import transaction
 from django.utils import timezone
 
-from retrieval import leases
+from jobs import leases, registry
 
 from .models import Analysis
 from .reports import COMPUTE
@@ -23,12 +24,6 @@ log = logging.getLogger(__name__)
 PROGRESS_EVERY_SECONDS = 1.0
 
 
-def _wake(analysis_id: int) -> None:
-    from .tasks import analysis_run_task
-
-    analysis_run_task.delay(analysis_id)
-
-
 def analysis_create(kind: str, params: dict, *, created_by: str = "") -> Analysis:
     """Record an analysis (queued) and wake a worker for it once the row is committed."""
     if kind not in COMPUTE:
@@ -36,7 +31,7 @@ def analysis_create(kind: str, params: dict, *, created_by: str = "") -> Analysi
     with transaction.atomic():
         analysis = Analysis.objects.create(kind=kind, params=params, created_by=created_by,
                                            woken=timezone.now(), wakeups=1)
-        transaction.on_commit(lambda: _wake(analysis.pk))
+        transaction.on_commit(lambda: registry.wake("analysis", analysis.pk))
     return analysis
 
 
@@ -50,7 +45,9 @@ def analysis_run(analysis_id: int, *, retry_on: tuple[type[BaseException], ...] 
     """Run a recorded analysis and store its result.
 
     Idempotent under duplicate delivery: an analysis that is done, failed or held by a
-    live process is returned untouched, and a finished one never becomes failed. On an
+    live process is returned untouched, and a finished one never becomes failed. The
+    result commits only while this claim holds the lease; a claim that was taken over
+    discards it. On an
     error of a type in ``retry_on`` the analysis is queued again (the caller retries); on
     any other it is failed with the message, and the error is raised again.
     """
@@ -72,9 +69,10 @@ def analysis_run(analysis_id: int, *, retry_on: tuple[type[BaseException], ...] 
     try:
         result = (compute or COMPUTE[analysis.kind])(analysis.params, progress)
         with transaction.atomic():
-            status = (Analysis.objects.select_for_update().filter(pk=analysis_id)
-                      .values_list("status", flat=True).first())
-            if status == leases.DONE:  # another delivery finished it meanwhile
+            if not leases.held(Analysis, analysis_id, holder):
+                # taken over (lease expired, re-queued) or finished by another delivery
+                log.warning("analysis %s: lease of %s (attempt %s) was taken over; result "
+                            "discarded", analysis_id, holder, holder.attempt)
                 return Analysis.objects.get(pk=analysis_id)
             Analysis.objects.filter(pk=analysis_id).update(
                 status=leases.DONE, progress=1.0, result=result, error="", holder="",
@@ -100,10 +98,7 @@ def analysis_fail(analysis_id: int, message: str) -> None:
         Analysis.objects.filter(pk=analysis_id).update(finished=timezone.now())
 
 
-def analyses_reconcile(*, wake_after: float | None = None) -> leases.Reconciled:
-    """Re-queue analyses whose worker is gone, fail those claimed too often (with the
-    reason), wake queued ones whose message is older than ``wake_after`` seconds."""
-    result = leases.reconcile(Analysis, _wake, wake_after=wake_after)
+def analyses_reconciled(result: leases.Reconciled) -> None:
+    """After a reconciliation of the analyses: one it failed gets its finish time."""
     if result.failed:
         Analysis.objects.filter(pk__in=result.failed).update(finished=timezone.now())
-    return result

@@ -9,7 +9,7 @@ import logging
 
 from celery import Task, shared_task
 
-from retrieval.leases import LEASED_TASK_OPTIONS, TRANSIENT
+from jobs.leases import LEASED_TASK_OPTIONS, TRANSIENT
 
 log = logging.getLogger(__name__)
 
@@ -38,14 +38,3 @@ def analysis_run_task(self, analysis_id: int) -> None:
         analysis_run(analysis_id, retry_on=TRANSIENT)
     except ValueError:
         pass  # recorded on the analysis: a bad parameter, not a worker failure
-
-
-@shared_task(ignore_result=True, time_limit=5 * 60)
-def analyses_reconcile_task(on_start: bool = False) -> dict:
-    """Re-queue analyses of dead workers and lost messages (every minute under beat)."""
-    from retrieval.leases import lease_seconds
-
-    from .services import analyses_reconcile
-
-    r = analyses_reconcile(wake_after=lease_seconds() if on_start else None)
-    return {"requeued": len(r.requeued), "failed": len(r.failed), "woken": len(r.woken)}

@@ -19,9 +19,9 @@ from typing import Callable
 
 import numpy as np
 
+from crowd.naturalsort import natural_key
 from evaluation import measures, variance
 from evaluation.measures.engine import check_measures
-from evaluation.measures.runs import topic_sort_key
 
 SUMMARY = ("n", "min", "q1", "median", "q3", "max", "mean", "sd", "iqr")
 
@@ -163,7 +163,7 @@ def variability(topic_set: str, *, measure: str, judgments: str | None = None,
     specs = measures.parse_measures(measure)
     if len(specs) != 1 or len(specs[0].keys) != 1:
         raise ValueError(f"--measure needs exactly one measure (e.g. nDCG@10, AP), not {measure!r}")
-    kind = "adhoc" if specs[0].family == "adhoc" else "diversity"
+    kind = specs[0].qrels_kind
     try:
         check_measures(specs, kind, False)
     except measures.EvaluationInputError as exc:
@@ -197,8 +197,8 @@ def variability(topic_set: str, *, measure: str, judgments: str | None = None,
         for tag, score in sorted(system_scores.get(topic, {}).items()):
             by_topic[topic]["system"].append(score)
             rows.append({"topic": topic, "kind": "system", "name": tag, "people": None, "score": score})
-    topics = sorted(by_topic, key=topic_sort_key)
-    rows.sort(key=lambda r: (topic_sort_key(r["topic"]), r["kind"] != "variant", r["name"]))
+    topics = sorted(by_topic, key=natural_key)
+    rows.sort(key=lambda r: (natural_key(r["topic"]), r["kind"] != "variant", r["name"]))
     per_topic = []
     for topic in topics:
         v, s = spread(by_topic[topic]["variant"]), spread(by_topic[topic]["system"])

@@ -18,6 +18,7 @@ from common.api import lookup, name_field, service_call
 from common.roles import is_staff
 from judging import selectors, services
 from judging.aggregate import AGGREGATES
+from judging.analysis import task_recall_estimates
 from judging.labelfiles import QrelsLine, write_qrels
 from judging.models import JudgingTask, JudgmentSet, Label
 from pooling.selectors import pool_get
@@ -34,7 +35,7 @@ class JudgingTaskSerializer(serializers.ModelSerializer):
         model = JudgingTask
         fields = ["name", "pool", "judgment_set", "mode", "scale", "scale_grades", "redundancy",
                   "order", "batch", "lease_minutes", "per_topic", "assessors", "items_count",
-                  "collection", "created"]
+                  "collection", "stop_rule", "created"]
 
 
 class ProgressCountsSerializer(serializers.Serializer):
@@ -50,15 +51,49 @@ class ProgressSerializer(serializers.Serializer):
     topics = serializers.DictField(child=ProgressCountsSerializer())
 
 
+class EstimateSerializer(serializers.Serializer):
+    """:class:`judging.stopping.Estimate`: recall is at least ``recall_low`` (95%)."""
+
+    judged = serializers.IntegerField()
+    found = serializers.IntegerField()
+    pool = serializers.IntegerField()
+    remaining = serializers.FloatField(allow_null=True)
+    remaining_high = serializers.IntegerField()
+    recall = serializers.FloatField(allow_null=True)
+    recall_low = serializers.FloatField(allow_null=True)
+
+
+class TopicRecallSerializer(serializers.Serializer):
+    estimate = EstimateSerializer()
+    stopped_at = serializers.DateTimeField(allow_null=True)
+    stop_note = serializers.CharField(allow_blank=True)
+    resumed = serializers.BooleanField()
+
+
+class RecallSerializer(serializers.Serializer):
+    rule = serializers.CharField(allow_null=True)
+    total = EstimateSerializer(allow_null=True)
+    topics = serializers.DictField(child=TopicRecallSerializer())
+
+
 class JudgingTaskDetailSerializer(JudgingTaskSerializer):
     progress = serializers.SerializerMethodField()
+    recall = serializers.SerializerMethodField()
 
     class Meta(JudgingTaskSerializer.Meta):
-        fields = JudgingTaskSerializer.Meta.fields + ["progress"]
+        fields = JudgingTaskSerializer.Meta.fields + ["progress", "recall"]
 
     @extend_schema_field(ProgressSerializer)
     def get_progress(self, task) -> dict:
         return selectors.task_progress(task)
+
+    @extend_schema_field(RecallSerializer)
+    def get_recall(self, task) -> dict:
+        """The estimated recall of the pool per topic and overall (the task page's)."""
+        est = task_recall_estimates(task)
+        return RecallSerializer({
+            "rule": str(est["rule"]) if est["rule"] else None, "total": est["total"],
+            "topics": {t["topic_id"]: t for t in est["topics"]}}).data
 
 
 class AssessorTaskSerializer(JudgingTaskSerializer):
@@ -69,8 +104,11 @@ class AssessorTaskSerializer(JudgingTaskSerializer):
 
 
 class AssessorTaskDetailSerializer(JudgingTaskDetailSerializer):
+    """Not who else judges it, nor what their judgments found (the recall estimate)."""
+
     class Meta(JudgingTaskDetailSerializer.Meta):
-        fields = [f for f in JudgingTaskDetailSerializer.Meta.fields if f != "assessors"]
+        fields = [f for f in JudgingTaskDetailSerializer.Meta.fields
+                  if f not in ("assessors", "recall")]
 
 
 class JudgingTaskCreateSerializer(serializers.Serializer):
@@ -93,6 +131,9 @@ class JudgingTaskCreateSerializer(serializers.Serializer):
     assessors = serializers.ListField(child=serializers.CharField(max_length=200), default=list,
                                       max_length=10000)
     per_topic = serializers.IntegerField(min_value=1, max_value=100000, required=False, allow_null=True)
+    stop_rule = serializers.CharField(
+        max_length=40, required=False, allow_blank=True, default="",
+        help_text="recall:TARGET:CONFIDENCE (e.g. recall:0.9:0.95) or knee; empty: none")
 
 
 class JudgmentSetSerializer(serializers.ModelSerializer):
@@ -181,7 +222,7 @@ class JudgingTaskViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet)
             services.judging_task_create, pool=pool_get(d["pool"]), name=d["name"], mode=d["mode"],
             scale=d["scale"], custom_grades=d.get("custom_grades"), redundancy=d["redundancy"],
             order=d["order"], batch=d["batch"], lease_minutes=d["lease_minutes"],
-            assessors=d["assessors"], per_topic=d.get("per_topic"))
+            assessors=d["assessors"], per_topic=d.get("per_topic"), stop_rule=d["stop_rule"])
         return Response(JudgingTaskSerializer(task).data, status=status.HTTP_201_CREATED)
 
 

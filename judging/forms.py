@@ -4,6 +4,8 @@ from __future__ import annotations
 from django import forms
 from django.core import signing
 
+from .stopping import parse_rule
+
 REF_SALT = "judging.ref"
 MAX_REF_AGE = 7 * 24 * 3600  # a page left open for a week can still be submitted
 
@@ -106,3 +108,19 @@ class PublishForm(forms.Form):
                                          label="Gold accuracy needed")
     prolific_study_id = forms.CharField(max_length=200, required=False)
     mturk_hit_ids = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+
+
+class StopRuleForm(forms.Form):
+    """The task's stopping rule (``judging.stopping.parse_rule``); empty: none."""
+
+    rule = forms.CharField(max_length=40, required=False, help_text=(
+        "recall:TARGET:CONFIDENCE (e.g. recall:0.9:0.95) or knee; empty: judge everything"))
+
+    def clean_rule(self) -> str:
+        value = self.cleaned_data["rule"].strip()
+        if value:
+            try:
+                value = str(parse_rule(value))
+            except ValueError as exc:
+                raise forms.ValidationError(str(exc)) from None
+        return value

@@ -157,6 +157,9 @@ class JudgingTask(models.Model):
     gold_rate = models.FloatField(default=0.0)
     gold_min_accuracy = models.FloatField(default=0.7)
     crowd_judgments = models.PositiveIntegerField(default=0)
+    # when to stop judging a topic (judging.stopping.parse_rule): "recall:0.9:0.95" or
+    # "knee"; empty: judge the whole pool
+    stop_rule = models.CharField(max_length=40, blank=True, default="")
 
     class Meta:
         ordering = ["-created", "-id"]
@@ -167,7 +170,8 @@ class JudgingTask(models.Model):
 
 class TaskTopic(models.Model):
     """One topic of a task: its intents and, for adaptive orders, its contributing
-    rankings as packed int32 item positions (``rankings``) cut by ``offsets``.
+    rankings as packed int32 item positions (``rankings``) cut by ``offsets``; whether the
+    task's stopping rule stopped it.
     ``slots_done`` counts the topic's done slots; the services that move a slot into or
     out of ``done`` change it in the same transaction, so progress never scans slots."""
 
@@ -179,6 +183,12 @@ class TaskTopic(models.Model):
     rankings = models.BinaryField(default=b"")
     offsets = models.BinaryField(default=b"")
     slots_done = models.PositiveIntegerField(default=0)
+    # the task's stopping rule fired: the queue hands out no more of the topic's items
+    # while the task has a rule; ``resumed``: the organiser went on, the rule no longer
+    # applies to the topic
+    stopped_at = models.DateTimeField(null=True, blank=True)
+    stop_note = models.CharField(max_length=200, blank=True, default="")
+    resumed = models.BooleanField(default=False)
 
     class Meta:
         constraints = [

@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from . import aggregate as agg
 from .labelfiles import QrelsLine
-from .models import NO_INTENT, JudgingSlot, JudgingTask, JudgmentSet, Label
+from .models import NO_INTENT, JudgingSlot, JudgingTask, JudgmentSet, Label, TaskTopic
 
 EXPORT_FORMATS = ("adhoc", "diversity", "ndeval", "raw")
 
@@ -179,6 +179,39 @@ def topic_relevance_known(task: JudgingTask, topic_id: str) -> dict[int, bool]:
         v = votes[pos - 1]
         v[assessor] = v.get(assessor, False) or grade > 0
     return {p: 2 * sum(v.values()) >= len(v) for p, v in votes.items()}
+
+
+def task_judged_sequences(task: JudgingTask, topic_id: str | None = None
+                          ) -> dict[str, list[bool]]:
+    """``{topic: [relevant, …]}``: each topic's judged items in the order they were first
+    judged (the id of their first label), relevant as in :func:`topic_relevance_known`
+    from the current labels; items with no current grade (undone, or cannot judge) are
+    left out. With ``topic_id``, that topic only. One query."""
+    rows = Label.objects.filter(judgment_set_id=task.judgment_set_id, item__isnull=False)
+    if topic_id is not None:
+        rows = rows.filter(topic_id=topic_id)
+    first: dict[int, tuple[str, int]] = {}
+    votes: dict[int, dict[str, bool]] = defaultdict(dict)
+    for t, item, assessor, grade, current, label_id in rows.order_by("id").values_list(
+            "topic_id", "item_id", "assessor", "grade", "current", "id"):
+        first.setdefault(item, (t, label_id))
+        if current and grade is not None:
+            v = votes[item]
+            v[assessor] = v.get(assessor, False) or grade > 0
+    out: dict[str, list[bool]] = defaultdict(list)
+    for item, (t, _) in sorted(first.items(), key=lambda kv: kv[1][1]):
+        v = votes.get(item)
+        if v:
+            out[t].append(2 * sum(v.values()) >= len(v))
+    return dict(out)
+
+
+def task_topics_stopping(task: JudgingTask) -> dict[str, dict]:
+    """``{topic: {"size", "stopped_at", "stop_note", "resumed"}}`` in topic id order."""
+    return {t: {"size": size, "stopped_at": at, "stop_note": note, "resumed": resumed}
+            for t, size, at, note, resumed in TaskTopic.objects.filter(task=task)
+            .order_by("topic_id")
+            .values_list("topic_id", "size", "stopped_at", "stop_note", "resumed")}
 
 
 # --- tasks: progress -------------------------------------------------------------------------

@@ -15,6 +15,9 @@ with a message a person can act on, never returns ``None`` on failure):
 - :func:`judgment_undo` — withdraw the assessor's latest revision of an item: the previous
   revision counts again, or, if there was none, the item is leased to them again.
 - :func:`leases_expire` — return expired leases to the queue (also done by every lease).
+- :func:`topic_stop_check`, :func:`judging_task_stop_rule_set`, :func:`topic_resume` — the
+  task's stopping rule (:mod:`judging.stopping`): a topic it stops hands out no more
+  items until the organiser resumes it.
 
 Guarantees of the queue, on PostgreSQL under any concurrency and on SQLite (where writers
 are serialised): an item is held (leased or done) by at most K assessors, because it has K
@@ -46,7 +49,8 @@ from django.utils import timezone
 
 from common.fileio import clean_name, file_sha256
 
-from . import labelfiles, priority, sql
+from . import labelfiles, priority, sql, stopping
+from .selectors import task_judged_sequences
 from .models import (
     NO_INTENT,
     JudgingItem,
@@ -233,6 +237,7 @@ def judging_task_create(
     lease_minutes: int = 30,
     assessors: Iterable[str] = (),
     per_topic: int | None = None,
+    stop_rule: str = "",
 ) -> JudgingTask:
     """A judging task over a finished pool, with its judgment set (same name), one item per
     pooled document (the first ``per_topic`` of each topic when given; required in user
@@ -245,7 +250,8 @@ def judging_task_create(
     judging pages know it by its user name) may lease its items, and every one of them
     judges the same ``per_topic`` documents: a topic's items get one slot per worker of
     the topic, and ``redundancy`` (leave it out, or 0) is set to the largest number of
-    workers of a topic.
+    workers of a topic. ``stop_rule`` (:func:`judging.stopping.parse_rule`; empty: none)
+    stops a topic when it fires (:func:`topic_stop_check`).
     """
     from crowd.selectors import topic_list
     from crowd.services import ACCOUNT_PREFIX
@@ -264,6 +270,7 @@ def judging_task_create(
             raise ValueError(f"{what} must be at least {low}")
     if per_topic is not None and per_topic < 1:
         raise ValueError("per-topic must be at least 1")
+    stop_rule = str(stopping.parse_rule(stop_rule)) if stop_rule else ""
     if mode == JudgingTask.MODE_USER and per_topic is None:
         raise ValueError("user mode needs --per-topic N: every user of a topic judges its first N")
     assessors = sorted({clean_name(a.strip(), "assessor") for a in assessors if a.strip()})
@@ -316,7 +323,7 @@ def judging_task_create(
             name=name, pool=pool, judgment_set=jset, mode=mode, scale=scale,
             scale_grades=grades, redundancy=redundancy, order=order, batch=batch,
             lease_minutes=lease_minutes, per_topic=per_topic, assessors=assessors,
-            items_count=sum(len(d) for d in docs_by_topic.values()))
+            stop_rule=stop_rule, items_count=sum(len(d) for d in docs_by_topic.values()))
         for topic_id, docs in docs_by_topic.items():
             ranks, offsets = rankings.get(topic_id, ([], [0]))
             TaskTopic.objects.create(
@@ -499,6 +506,8 @@ def _next_topic(task: JudgingTask, ta: TaskAssessor, tried: set[str]) -> str | N
                                       state=JudgingSlot.FREE)
     topics = TaskTopic.objects.filter(task=task).annotate(has_free=Exists(free)).filter(
         has_free=True)
+    if task.stop_rule:  # topics the rule stopped hand out nothing
+        topics = topics.filter(stopped_at__isnull=True)
     if task.mode == JudgingTask.MODE_USER:
         candidates = [t for t, u in topics.values_list("topic_id", "users") if ta.assessor in u]
     else:
@@ -520,8 +529,12 @@ def _free_for(task: JudgingTask, topic: str, assessor: str):
 
 
 def _claim(task: JudgingTask, topic: str, assessor: str, now: datetime) -> list[int]:
-    """Lease up to ``task.batch`` items of a topic to the assessor; their slot ids."""
+    """Lease up to ``task.batch`` items of a topic to the assessor; their slot ids. None
+    of a topic the task's stopping rule stopped."""
     want = task.batch
+    if task.stop_rule and TaskTopic.objects.filter(
+            task=task, topic_id=topic, stopped_at__isnull=False).exists():
+        return []
     if task.order in priority.ADAPTIVE_ORDERS:
         chosen = _pick_adaptive(task, topic, assessor, want)
     else:
@@ -779,6 +792,8 @@ def judgment_submit(
             for intent, grade in values])
         if completes:  # last: the topic's row is locked only until the commit
             _done_count(task, topic_id, +1)
+        if task.stop_rule:
+            topic_stop_check(task, topic_id, now=now)
         return labels
 
 
@@ -858,6 +873,57 @@ def judgment_undo(task: JudgingTask, assessor: str, item_id: int, *,
 
 
 # --- pages: the document collection; publishing a task to crowd workers ----------------------
+
+
+# --- stopping -------------------------------------------------------------------------------
+
+
+def topic_stop_check(task: JudgingTask, topic_id: str, *, now: datetime | None = None
+                     ) -> bool:
+    """Apply the task's stopping rule to the topic's judgments so far (in the order they
+    were made); when it fires, mark the topic stopped (the queue then hands out none of
+    its items) with a note of what the rule saw. A topic the organiser resumed is left
+    alone. Whether the topic is stopped now. Called by :func:`judgment_submit` in its
+    transaction, so the judgment and the stop commit together."""
+    if not task.stop_rule:
+        return False
+    rule = stopping.parse_rule(task.stop_rule)
+    with transaction.atomic():
+        row = (TaskTopic.objects.select_for_update().filter(task=task, topic_id=topic_id)
+               .values_list("size", "stopped_at", "resumed").first())
+        if row is None:
+            raise ValueError(f"task {task.name!r} has no topic {topic_id!r}")
+        size, stopped_at, resumed = row
+        if stopped_at is not None or resumed:
+            return stopped_at is not None
+        seq = task_judged_sequences(task, topic_id).get(topic_id, [])
+        if not stopping.fires(rule, seq, size):
+            return False
+        note = f"{rule}: {sum(seq)} relevant in {len(seq)} of {size} judged"
+        TaskTopic.objects.filter(task=task, topic_id=topic_id, stopped_at__isnull=True).update(
+            stopped_at=now or timezone.now(), stop_note=note[:200])
+        return True
+
+
+def judging_task_stop_rule_set(task: JudgingTask, rule: str) -> JudgingTask:
+    """Set (``""``: clear) the task's stopping rule; each topic is checked against the new
+    rule at its next judgment. Clearing it lets the queue hand out stopped topics again."""
+    rule = str(stopping.parse_rule(rule)) if rule.strip() else ""
+    with transaction.atomic():
+        JudgingTask.objects.filter(pk=task.pk).update(stop_rule=rule)
+        if rule != task.stop_rule:  # a new rule: the stops and resumptions of the old go
+            TaskTopic.objects.filter(task=task).update(stopped_at=None, stop_note="",
+                                                       resumed=False)
+    task.stop_rule = rule
+    return task
+
+
+def topic_resume(task: JudgingTask, topic_id: str) -> None:
+    """The organiser goes on judging a stopped topic: the queue hands out its items again
+    and the rule no longer applies to it."""
+    if not TaskTopic.objects.filter(task=task, topic_id=topic_id).update(
+            stopped_at=None, resumed=True):
+        raise ValueError(f"task {task.name!r} has no topic {topic_id!r}")
 
 
 def judging_task_collection_set(task: JudgingTask, collection_name: str) -> JudgingTask:

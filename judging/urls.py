@@ -14,6 +14,8 @@ urlpatterns = [
     path("manage/<str:name>/", views.manage_task, name="manage_task"),
     path("manage/<str:name>/collection/", views.manage_collection, name="manage_collection"),
     path("manage/<str:name>/publish/", views.manage_publish, name="manage_publish"),
+    path("manage/<str:name>/stop/", views.manage_stop, name="manage_stop"),
+    path("manage/<str:name>/resume/", views.manage_resume, name="manage_resume"),
     path("manage/<str:name>/export/<str:fmt>/", views.manage_export, name="manage_export"),
     # Crowd workers: the public link of a published task, then pages held by a cookie.
     path("w/<str:slug>/", views.crowd_entry, name="crowd_entry"),

@@ -30,9 +30,16 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
-from . import labelfiles, selectors, services
+from . import analysis, labelfiles, selectors, services
 from .doctext import marked_segments, query_terms
-from .forms import CollectionForm, JudgmentForm, PublishForm, ref_dumps, ref_loads
+from .forms import (
+    CollectionForm,
+    JudgmentForm,
+    PublishForm,
+    StopRuleForm,
+    ref_dumps,
+    ref_loads,
+)
 
 
 NEXT_KEYS = ("n", "Enter")
@@ -359,7 +366,34 @@ def manage_task(request, name):
         "may_judge": _may_judge(task, request.user.get_username()),
         "publish_form": PublishForm() if not task.study_id else None,
         "crowd_links": crowd_links, "formats": selectors.EXPORT_FORMATS,
+        "recall": analysis.task_recall_estimates(task),
+        "stop_form": StopRuleForm(initial={"rule": task.stop_rule}),
     })
+
+
+@require_POST
+def manage_stop(request, name):
+    """Set or clear the task's stopping rule."""
+    task = _task_or_404(name)
+    form = StopRuleForm(request.POST)
+    if not form.is_valid():
+        message = " ".join(e for errors in form.errors.values() for e in errors)
+        return render(request, "judging/message.html", {"task": task, "message": message},
+                      status=400)
+    services.judging_task_stop_rule_set(task, form.cleaned_data["rule"])
+    return redirect("judging:manage_task", name=name)
+
+
+@require_POST
+def manage_resume(request, name):
+    """Go on judging a topic the stopping rule stopped."""
+    task = _task_or_404(name)
+    try:
+        services.topic_resume(task, request.POST.get("topic", ""))
+    except ValueError as exc:
+        return render(request, "judging/message.html", {"task": task, "message": str(exc)},
+                      status=400)
+    return redirect("judging:manage_task", name=name)
 
 
 @require_POST

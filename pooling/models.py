@@ -13,6 +13,8 @@ topic and joined to pools by docid string, and are written in batches.
 """
 from django.db import models
 
+from jobs.models import LeasedJob
+
 
 class Qrels(models.Model):
     """A named set of relevance judgments imported from a TREC qrels file."""
@@ -53,7 +55,7 @@ class QrelsJudgment(models.Model):
         indexes = [models.Index(fields=["qrels", "topic_id"], name="qrelsjudgment_topic")]
 
 
-class Pool(models.Model):
+class Pool(LeasedJob):
     """A pool built from the stored rankings of a topic set."""
 
     SOURCES_USERS = "users"
@@ -95,15 +97,9 @@ class Pool(models.Model):
     # judging orders that replay its rankings and its analyses read exactly these.
     runs = models.ManyToManyField("retrieval.Run", through="PoolRun", related_name="pools",
                                   blank=True)
-    status = models.CharField(max_length=10, choices=STATUS_CHOICES, default=STATUS_QUEUED)
+    # status, error and the build's lease: LeasedJob (the row is the ledger, a message a
+    # wake-up; see jobs.leases)
     progress = models.FloatField(default=0.0)
-    error = models.TextField(blank=True, default="")
-    # The build's lease (see retrieval.leases): the row is the ledger, a message a wake-up.
-    attempts = models.PositiveIntegerField(default=0)
-    holder = models.CharField(max_length=300, blank=True, default="")
-    lease_expires = models.DateTimeField(null=True, blank=True)
-    woken = models.DateTimeField(null=True, blank=True)
-    wakeups = models.PositiveIntegerField(default=0)
     topics_count = models.PositiveIntegerField(default=0)
     documents_count = models.PositiveIntegerField(default=0)
     created = models.DateTimeField(auto_now_add=True)

@@ -13,6 +13,12 @@ Formats (whitespace separated, one judgment per line; blank lines and lines star
 - ad hoc qrels:    ``topic iteration docid rel`` (the iteration column is ignored, as
   trec_eval ignores it)
 - diversity qrels: ``topic subtopic docid rel`` (TREC Web track; ``rel < 0`` is junk/spam)
+- SMART relevance files (``smart``): ``query docid [more fields]``, every listed pair
+  relevant (grade 1), further fields ignored — CACM's ``qrels.text`` (``01 1410 0 0``),
+  CISI's and ADI's ``.REL`` (``1 28 0 0.000000``); read as ad hoc qrels
+- Cranfield's ``cranqrel`` (``cranqrel``): ``query docid code`` with Cleverdon's codes
+  1 (a complete answer) to 4 (minimum interest) and -1/5 (no interest); read as ad hoc
+  qrels graded so that more is better: grade = 5 - code for codes 1-4, grade 0 otherwise
 
 :func:`read_adhoc_qrels` and :func:`read_diversity_qrels` stream records checking each
 line. :func:`read_qrels` reads a whole file for import and adds the checks that need every
@@ -41,6 +47,7 @@ from common.fileio import InputError, quote
 __all__ = [
     "AdhocQrel",
     "DiversityQrel",
+    "ADHOC_FORMATS",
     "ID_MAPS",
     "QRELS_FORMATS",
     "QrelsFormatError",
@@ -51,7 +58,9 @@ __all__ = [
 ]
 
 PathLike = Union[str, os.PathLike]
-QRELS_FORMATS = ("adhoc", "diversity")
+QRELS_FORMATS = ("adhoc", "diversity", "smart", "cranqrel")
+#: formats read as ad hoc qrels (what they are stored and evaluated as)
+ADHOC_FORMATS = ("adhoc", "smart", "cranqrel")
 ID_MAPS = ("strip-zeros",)
 MAX_TOPIC_CHARS = 100
 MAX_DOCID_CHARS = 255
@@ -76,15 +85,36 @@ class DiversityQrel(NamedTuple):
     rel: int
 
 
-def _lines(path: PathLike, encoding: str) -> Iterator[tuple[int, list[str]]]:
+def _lines(path: PathLike, encoding: str, fmt: str = "adhoc"
+           ) -> Iterator[tuple[int, list[str]]]:
+    """Checked lines as ``[topic, second, docid, grade]`` fields (SMART and cranqrel lines
+    turned into that form)."""
     for lineno, line in fileio.open_lines(path, encoding=encoding, error=QrelsFormatError):
         s = line.strip()
         if not s or s.startswith("#"):
             continue
         parts = s.split()
-        if len(parts) != 4:
+        if fmt == "smart":
+            if len(parts) < 2:
+                raise QrelsFormatError(
+                    path, lineno, f"expected 'query docid' (SMART), got {quote(s, 80)}")
+            parts = [parts[0], "0", parts[1], "1"]
+        elif fmt == "cranqrel":
+            if len(parts) != 3:
+                raise QrelsFormatError(
+                    path, lineno, f"expected 3 fields 'query docid code' (cranqrel), got "
+                    f"{len(parts)}: {quote(s, 80)}")
+            try:
+                code = fileio.parse_int(parts[2], "relevance code", low=-1, high=5)
+            except ValueError as exc:
+                raise QrelsFormatError(path, lineno, str(exc)) from None
+            parts = [parts[0], "0", parts[1], str(5 - code if 1 <= code <= 4 else 0)]
+        elif len(parts) != 4:
+            hint = ""
+            if len(parts) == 3:
+                hint = " (three fields 'query docid code' are Cranfield's: --format cranqrel)"
             raise QrelsFormatError(
-                path, lineno, f"expected 4 fields, got {len(parts)}: {quote(s, 80)}")
+                path, lineno, f"expected 4 fields, got {len(parts)}: {quote(s, 80)}{hint}")
         yield lineno, parts
 
 
@@ -105,8 +135,9 @@ def _record(path: PathLike, lineno: int, parts: list[str], second_name: str):
 
 def _read(path: PathLike, fmt: str,
           encoding: str) -> Iterator[tuple[int, AdhocQrel | DiversityQrel]]:
-    make, second = (AdhocQrel, "iteration") if fmt == "adhoc" else (DiversityQrel, "subtopic")
-    for lineno, parts in _lines(path, encoding):
+    make, second = ((AdhocQrel, "iteration") if fmt in ADHOC_FORMATS
+                    else (DiversityQrel, "subtopic"))
+    for lineno, parts in _lines(path, encoding, fmt):
         yield lineno, make(*_record(path, lineno, parts, second))
 
 
@@ -140,15 +171,16 @@ def read_qrels(path: PathLike, fmt: str, *, encoding: str = "utf-8",
     rows = list(_read(path, fmt, encoding))
     if not rows:
         raise QrelsFormatError(path, None, "no judgments found")
-    _format_check(path, fmt, rows)
+    if fmt in ("adhoc", "diversity"):
+        _format_check(path, fmt, rows)
     if id_map == "strip-zeros":
         rows = [(n, r._replace(topic_id=strip_zeros(r.topic_id))) for n, r in rows]
     seen: dict[tuple, tuple[int, int]] = {}
     for lineno, r in rows:
-        key = (r.topic_id, r.docid) if fmt == "adhoc" else (r.topic_id, r.subtopic, r.docid)
+        key = (r.topic_id, r.docid) if fmt in ADHOC_FORMATS else (r.topic_id, r.subtopic, r.docid)
         if key in seen:
             first, grade = seen[key]
-            what = (f"topic {quote(r.topic_id)}, document {quote(r.docid)}" if fmt == "adhoc"
+            what = (f"topic {quote(r.topic_id)}, document {quote(r.docid)}" if fmt in ADHOC_FORMATS
                     else f"topic {quote(r.topic_id)}, subtopic {quote(r.subtopic)}, "
                          f"document {quote(r.docid)}")
             hint = ""
@@ -170,8 +202,8 @@ def _format_check(path: PathLike, fmt: str, rows) -> None:
             path, rows[0][0],
             f"every line has document id '0' and grade 0 while the second column takes "
             f"{len(second)} values: this looks like SMART qrels ('query docid 0 0', e.g. "
-            "CACM's qrels.text), not TREC qrels ('topic 0 docid rel'); convert the file (CACM "
-            "ships the TREC form as cacm.qrels)")
+            "CACM's qrels.text), not TREC qrels ('topic 0 docid rel'): import it with "
+            "--format smart (CACM also ships the TREC form as cacm.qrels)")
     if fmt == "diversity" and len(rows) > 1 and second == {"0"}:
         raise QrelsFormatError(
             path, rows[0][0], "the subtopic column is 0 on every line: these are ad hoc qrels "

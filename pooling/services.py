@@ -26,7 +26,7 @@ from django.utils import timezone
 from common import fileio
 from common.fileio import clean_name
 from crowd.naturalsort import natural_key
-from retrieval import leases
+from jobs import leases, registry
 from retrieval.selectors import (
     collection_get,
     contributing_run_ids,
@@ -139,14 +139,8 @@ def pool_create(
         PoolRun.objects.bulk_create(PoolRun(pool=pool, run_id=i) for i in run_ids)
         if enqueue:
             pool_id = pool.id
-            transaction.on_commit(lambda: _pool_wake(pool_id))
+            transaction.on_commit(lambda: registry.wake("pool", pool_id))
     return pool
-
-
-def _pool_wake(pool_id: int) -> None:
-    from .tasks import pool_build_task
-
-    pool_build_task.delay(pool_id)
 
 
 def _no_rankings_message(topic_set_name: str, sources: str, model, collection) -> str:
@@ -172,10 +166,12 @@ def pool_build(pool_id: int, *, progress: Callable[[float], None] | None = None,
     """Build a recorded pool from the rankings of the runs it recorded and store its
     documents.
 
-    The build holds the pool's lease (:mod:`retrieval.leases`) while it runs. Idempotent
+    The build holds the pool's lease (:mod:`jobs.leases`) while it runs. Idempotent
     under duplicate delivery: a pool that is done, failed or being built by a live process
     is returned untouched, and a finished pool never becomes failed. A retried build
-    replaces any topics a failed attempt left. On an error of a type in ``retry_on`` the
+    replaces any topics a failed attempt left. The topics and the done mark commit only
+    while this build still holds the pool's lease; a build whose lease was taken over
+    discards its result. On an error of a type in ``retry_on`` the
     pool is queued again (the caller retries); on any other it is marked failed with the
     message, and the error is raised again.
     """
@@ -216,9 +212,10 @@ def pool_build(pool_id: int, *, progress: Callable[[float], None] | None = None,
         _progress_set(pool, 0.8, progress)
         rows = [_pool_topic_row(pool, tp, remaps[0]) for _, tp in sorted(built.items())]
         with transaction.atomic():
-            status = (Pool.objects.select_for_update().filter(pk=pool.pk)
-                      .values_list("status", flat=True).first())
-            if status == Pool.STATUS_DONE:  # another delivery finished it meanwhile
+            if not leases.held(Pool, pool.pk, holder):
+                # taken over (lease expired, re-queued) or finished by another delivery
+                log.warning("pool %s: lease of %s (attempt %s) was taken over; result "
+                            "discarded", pool.pk, holder, holder.attempt)
                 return Pool.objects.get(pk=pool.pk)
             PoolTopic.objects.filter(pool=pool).delete()
             _pool_topics_store(rows)
@@ -281,14 +278,10 @@ def pool_fail(pool_id: int, message: str) -> None:
         Pool.objects.filter(pk=pool_id).update(finished=timezone.now())
 
 
-def pools_reconcile(*, wake_after: float | None = None) -> leases.Reconciled:
-    """Re-queue pool builds whose worker is gone, fail those claimed too often (with the
-    reason), wake queued builds whose message is older than ``wake_after`` seconds
-    (default ``JOB_WAKEUP_AFTER``)."""
-    result = leases.reconcile(Pool, _pool_wake, wake_after=wake_after)
+def pools_reconciled(result: leases.Reconciled) -> None:
+    """After a reconciliation of the pool builds: a build it failed gets its finish time."""
     if result.failed:
         Pool.objects.filter(pk__in=result.failed).update(finished=timezone.now())
-    return result
 
 
 def _pool_topics_store(rows: list[PoolTopic]) -> None:
@@ -334,9 +327,11 @@ def _pool_topic_row(pool: Pool, tp, remap: DocidRemap) -> PoolTopic:
 
 
 def qrels_import(path, *, format: str, name: str, topic_set_name: str | None = None,
-                 id_map: str | None = None, encoding: str = "utf-8") -> Qrels:
+                 id_map: str | None = None, encoding: str = "utf-8",
+                 before_commit: Callable[[Qrels], None] | None = None) -> Qrels:
     """Import a TREC qrels file (``adhoc``: topic iter docid rel; ``diversity``: topic
-    subtopic docid rel; ``.gz`` accepted) as qrels ``name``. All or nothing: a malformed
+    subtopic docid rel; ``smart`` and ``cranqrel`` relevance files, stored as ad hoc qrels:
+    see :mod:`pooling.qrelsio`; ``.gz`` accepted) as qrels ``name``. All or nothing: a malformed
     line, a second grade for one judgment or a file in another format raises a
     ``ValueError`` naming the file and line(s) (:func:`pooling.qrelsio.read_qrels`), and
     nothing is stored.
@@ -345,9 +340,16 @@ def qrels_import(path, *, format: str, name: str, topic_set_name: str | None = N
     "1"). With ``topic_set_name`` every topic id must be a topic of that set; the error
     lists those that are not. The name must be usable in a page address (no ``/``, ``..``,
     spaces or invisible characters; at most 100 characters).
+
+    ``before_commit(qrels)``, when given, is called inside the import's transaction after
+    the last write: a caller commits its own mark with the import, or raises to roll it
+    back.
     """
-    if format not in (Qrels.FORMAT_ADHOC, Qrels.FORMAT_DIVERSITY):
-        raise ValueError(f"qrels format must be adhoc or diversity, not {format!r}")
+    if format not in qrelsio.QRELS_FORMATS:
+        raise ValueError(f"qrels format must be one of {', '.join(qrelsio.QRELS_FORMATS)}, "
+                         f"not {format!r}")
+    read_as, format = format, (Qrels.FORMAT_ADHOC if format in qrelsio.ADHOC_FORMATS
+                               else Qrels.FORMAT_DIVERSITY)
     name = clean_name(name, "qrels name", max_chars=Qrels._meta.get_field("name").max_length)
     try:
         path = fileio.require_file(path, error=qrelsio.QrelsFormatError)
@@ -355,7 +357,7 @@ def qrels_import(path, *, format: str, name: str, topic_set_name: str | None = N
         raise ValueError(f"no such qrels file: {exc}") from None
     if Qrels.objects.filter(name=name).exists():
         raise ValueError(f"qrels named {name!r} already exist")
-    rows = qrelsio.read_qrels(path, format, encoding=encoding, id_map=id_map)
+    rows = qrelsio.read_qrels(path, read_as, encoding=encoding, id_map=id_map)
     if topic_set_name is not None:
         _qrels_topics_check(path, rows, topic_set_name, id_map)
     checksum = fileio.file_sha256(path)
@@ -375,6 +377,8 @@ def qrels_import(path, *, format: str, name: str, topic_set_name: str | None = N
             )
         qrels.judgments_count = len(rows)
         qrels.save(update_fields=["judgments_count"])
+        if before_commit is not None:
+            before_commit(qrels)
     return qrels
 
 

@@ -9,7 +9,7 @@ import logging
 
 from celery import Task, shared_task
 
-from retrieval.leases import LEASED_TASK_OPTIONS, TRANSIENT
+from jobs.leases import LEASED_TASK_OPTIONS, TRANSIENT
 
 log = logging.getLogger(__name__)
 
@@ -36,15 +36,3 @@ def pool_build_task(self, pool_id: int) -> None:
 
     log.info("building pool %s (delivery %s)", pool_id, self.request.retries + 1)
     pool_build(pool_id, retry_on=TRANSIENT)
-
-
-@shared_task(ignore_result=True, time_limit=5 * 60)
-def pools_reconcile_task(on_start: bool = False) -> dict:
-    """Re-queue pool builds of dead workers and lost messages (every minute under beat)."""
-    from retrieval.leases import lease_seconds
-
-    from .services import pools_reconcile
-
-    # a worker that starts wakes what a killed one may have reserved (unacknowledged)
-    r = pools_reconcile(wake_after=lease_seconds() if on_start else None)
-    return {"requeued": len(r.requeued), "failed": len(r.failed), "woken": len(r.woken)}

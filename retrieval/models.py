@@ -6,7 +6,7 @@ ranked entry. UQV100 scale (≈22M ranked entries) is ≈22k rows of ≈12 KB.
 """
 from django.db import models
 
-from .leases import STATUS_CHOICES
+from jobs.models import LeasedJob
 
 
 class Collection(models.Model):
@@ -151,24 +151,17 @@ class RunQuery(models.Model):
         ]
 
 
-class RunChunk(models.Model):
+class RunChunk(LeasedJob):
     """A unit of retrieval work: up to ``RETRIEVAL_CHUNK_SIZE`` ranking keys of a run.
 
-    The row is the ledger (status, lease, attempts, last error; see
-    :mod:`retrieval.leases`); the Celery message that names it is only a wake-up. A run's
+    The row is the ledger (status, lease, attempts, last error: :class:`LeasedJob`,
+    :mod:`jobs.leases`); the Celery message that names it is only a wake-up. A run's
     progress and status are recounted from its chunks and queries, never incremented.
     """
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="chunks")
     index = models.PositiveIntegerField()
     keys = models.JSONField(default=list)
-    status = models.CharField(max_length=10, choices=STATUS_CHOICES, default="queued")
-    attempts = models.PositiveIntegerField(default=0)
-    holder = models.CharField(max_length=300, blank=True, default="")
-    lease_expires = models.DateTimeField(null=True, blank=True)
-    woken = models.DateTimeField(null=True, blank=True)
-    wakeups = models.PositiveIntegerField(default=0)
-    error = models.TextField(blank=True, default="")
     finished = models.DateTimeField(null=True, blank=True)
 
     class Meta:

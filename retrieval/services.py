@@ -5,8 +5,9 @@
 - :func:`run_create` makes a retrieval run (one query per title, description or distinct
   user variant), reuses rankings already retrieved under the same key and records the
   rest as chunks (rows with a status and a lease) whose wake-up messages are sent on
-  commit; :func:`chunk_retrieve` is what a worker does with one, :func:`chunks_reconcile`
-  re-queues what a dead worker or a lost message left.
+  commit; :func:`chunk_retrieve` is what a worker does with one, and after each pass of
+  the reconciler (:func:`jobs.services.reconcile_all`) :func:`chunks_reconciled` recounts
+  the runs concerned and every unfinished one.
 - :func:`system_run_import` stores an imported TREC run.
 """
 from __future__ import annotations
@@ -31,8 +32,9 @@ from django.utils import timezone
 
 from common import fileio
 from common.fileio import clean_id, clean_name
+from jobs import leases, registry
 
-from . import anserini, leases
+from . import anserini
 from .collections_io import CollectionFormatError, read_collection, write_json_collection
 from .models import (Collection, Docid, Ranking, RetrievalModel, Run, RunChunk,
                      RunQuery)
@@ -163,7 +165,8 @@ def _import_temp_dirs_stale_remove(index_root: Path) -> list[Path]:
 
 def collection_import(name: str, path: str | Path, fmt: str, *,
                       progress: Progress | None = None, encoding: str = "utf-8",
-                      skip_empty: bool = False) -> Collection:
+                      skip_empty: bool = False,
+                      before_commit: Callable[[Collection], None] | None = None) -> Collection:
     """Index a collection file and register it as collection ``name``.
 
     All or nothing: on any error -- and when interrupted by Ctrl-C, SIGTERM or SIGHUP --
@@ -174,6 +177,10 @@ def collection_import(name: str, path: str | Path, fmt: str, *,
     A document with nothing to index is an error naming it (Anserini would silently leave
     it out); ``skip_empty`` leaves such documents out instead and says which. Any other
     document missing from the built index is an error naming it.
+
+    ``before_commit(collection)``, when given, is called inside the transaction that
+    registers the collection: a caller commits its own mark with it, or raises to roll the
+    import back (the index directory is removed).
     """
     say = progress or (lambda msg: None)
     try:
@@ -200,7 +207,7 @@ def collection_import(name: str, path: str | Path, fmt: str, *,
             lock_fd = os.open(work / "lock", os.O_RDWR | os.O_CREAT, 0o600)
             fcntl.flock(lock_fd, fcntl.LOCK_EX)
             collection = _collection_index(name, path, fmt, encoding, skip_empty, checksum,
-                                           work, final_dir, say)
+                                           work, final_dir, say, before_commit)
         finally:
             shutil.rmtree(work, ignore_errors=True)
             if lock_fd is not None:
@@ -210,7 +217,7 @@ def collection_import(name: str, path: str | Path, fmt: str, *,
 
 
 def _collection_index(name, path: Path, fmt, encoding, skip_empty, checksum, work: Path,
-                      final_dir: Path, say) -> Collection:
+                      final_dir: Path, say, before_commit=None) -> Collection:
     docids: list[str] = []
     skipped: list[str] = []
 
@@ -247,6 +254,8 @@ def _collection_index(name, path: Path, fmt, encoding, skip_empty, checksum, wor
                 status="ready",
             )
             docids_ensure(docids)
+            if before_commit is not None:
+                before_commit(collection)
     except BaseException:
         shutil.rmtree(final_dir, ignore_errors=True)
         raise
@@ -374,15 +383,9 @@ def run_create(*, topic_set_name: str, collection_name: str, model_name: str,
         ])
         _runs_refresh([run.id])
         for chunk in chunks:
-            transaction.on_commit(lambda pk=chunk.pk: _chunk_wake(pk))
+            transaction.on_commit(lambda pk=chunk.pk: registry.wake("chunk", pk))
     run.refresh_from_db()
     return run
-
-
-def _chunk_wake(chunk_id: int) -> None:
-    from .tasks import chunk_retrieve_task
-
-    chunk_retrieve_task.delay(chunk_id)
 
 
 def chunk_retrieve(chunk_id: int, *, retry_on: tuple[type[BaseException], ...] = ()) -> int:
@@ -391,8 +394,10 @@ def chunk_retrieve(chunk_id: int, *, retry_on: tuple[type[BaseException], ...] =
 
     Idempotent under duplicate delivery: a chunk that is finished, failed, or held by a
     live process is left untouched (returns 0); keys another run retrieved meanwhile are
-    not searched again. An error of a type in ``retry_on`` puts the chunk back in the
-    queue (the caller retries); any other fails the chunk, and its run, with the message.
+    not searched again. The rankings and the done mark commit only while this claim still
+    holds the chunk's lease; a claim that was taken over discards its result (returns 0).
+    An error of a type in ``retry_on`` puts the chunk back in the queue (the caller
+    retries); any other fails the chunk, and its run, with the message.
     """
     holder = leases.claim(RunChunk, chunk_id)
     if holder is None:
@@ -402,7 +407,7 @@ def chunk_retrieve(chunk_id: int, *, retry_on: tuple[type[BaseException], ...] =
     _runs_refresh([run.id])
     try:
         with leases.renewing(RunChunk, chunk_id, holder):
-            return _chunk_search_store(chunk, run)
+            return _chunk_search_store(chunk, run, holder)
     except BaseException as exc:
         leases.release(RunChunk, chunk_id, holder, f"{type(exc).__name__}: {exc}",
                        retry=isinstance(exc, retry_on))
@@ -410,7 +415,7 @@ def chunk_retrieve(chunk_id: int, *, retry_on: tuple[type[BaseException], ...] =
         raise
 
 
-def _chunk_search_store(chunk: RunChunk, run: Run) -> int:
+def _chunk_search_store(chunk: RunChunk, run: Run, holder: str) -> int:
     keys = list(chunk.keys)
     done = set(Ranking.objects.filter(key__in=keys).values_list("key", flat=True))
     todo = [k for k in keys if k not in done]
@@ -436,10 +441,12 @@ def _chunk_search_store(chunk: RunChunk, run: Run) -> int:
                             query_text=texts[key], depth=run.depth, length=len(docids),
                             docids=d, scores=s, empty_reason=reason))
     with transaction.atomic():
-        status = (RunChunk.objects.select_for_update().filter(pk=chunk.pk)
-                  .values_list("status", flat=True).first())
-        if status in (None, leases.DONE):
-            return 0  # another delivery finished it meanwhile
+        if not leases.held(RunChunk, chunk.pk, holder):
+            # taken over (lease expired, re-queued) or finished by another delivery: the
+            # claim that holds it now commits its own result
+            log.warning("run %s chunk %s: lease of %s (attempt %s) was taken over; result "
+                        "discarded", run.id, chunk.index, holder, getattr(holder, "attempt", "?"))
+            return 0
         # ignore_conflicts: a ranking stored meanwhile under the same key (by another run's
         # chunk) is the same ranking; the first one stays.
         Ranking.objects.bulk_create(objs, ignore_conflicts=True)
@@ -463,15 +470,16 @@ def chunk_fail(chunk_id: int, message: str) -> None:
         _runs_refresh([run_id])
 
 
-def chunks_reconcile(*, wake_after: float | None = None) -> leases.Reconciled:
-    """Re-queue chunks whose worker is gone, fail those claimed too often (with the
-    reason), wake queued chunks whose message is older than ``wake_after`` seconds
-    (default ``JOB_WAKEUP_AFTER``); recount the runs concerned."""
-    result = leases.reconcile(RunChunk, _chunk_wake, wake_after=wake_after)
+def chunks_reconciled(result: leases.Reconciled) -> None:
+    """After a reconciliation of the chunks: recount the runs whose chunks it touched and
+    every unfinished retrieval run (a recount that lost a race, or a crash between a
+    chunk's commit and its run's recount, is mended here)."""
     pks = result.requeued + result.failed + result.woken
-    if pks:
-        _runs_refresh(set(RunChunk.objects.filter(pk__in=pks).values_list("run_id", flat=True)))
-    return result
+    touched = set(RunChunk.objects.filter(pk__in=pks).values_list("run_id", flat=True))
+    unfinished = set(Run.objects.filter(kind=Run.KIND_RETRIEVAL,
+                                        status__in=("queued", "running"))
+                     .values_list("id", flat=True))
+    _runs_refresh(touched | unfinished)
 
 
 # docid string -> vocabulary id, per process. Vocabulary ids never change once assigned
@@ -506,10 +514,24 @@ def _runs_refresh(run_ids) -> None:
     A run is done when every query is ranked (whichever run's chunk ranked it), else
     failed when a chunk failed (with that chunk's error), running once a chunk was
     claimed, else queued.
+
+    The run rows are locked (in id order) before counting, in the caller's transaction or
+    one of its own: two chunks of a run committing at the same moment would otherwise
+    each count before the other commits, and the later write would leave the run
+    "running" for ever. The second recount waits for the first to commit and counts both.
     """
-    run_ids = [r for r in set(run_ids) if r is not None]
+    run_ids = sorted(r for r in set(run_ids) if r is not None)
     if not run_ids:
         return
+    with transaction.atomic(savepoint=False):
+        runs = list(Run.objects.select_for_update()
+                    .filter(id__in=run_ids, kind=Run.KIND_RETRIEVAL).order_by("id"))
+        if runs:
+            _runs_store(runs, _runs_count([run.id for run in runs]))
+
+
+def _runs_count(run_ids: list[int]) -> dict:
+    """Queries ranked, chunks by status and the newest chunk error of each run."""
     ranked = dict(RunQuery.objects.filter(run_id__in=run_ids, ranking__isnull=False)
                   .order_by().values("run_id").annotate(n=Count("id"))
                   .values_list("run_id", "n"))
@@ -520,8 +542,13 @@ def _runs_refresh(run_ids) -> None:
         by_status.setdefault(run_id, {})[status] = n
     errors = dict(RunChunk.objects.filter(run_id__in=run_ids, status=leases.FAILED)
                   .order_by("-index").values_list("run_id", "error"))
+    return {"ranked": ranked, "by_status": by_status, "errors": errors}
+
+
+def _runs_store(runs: list[Run], counted: dict) -> None:
+    ranked, by_status, errors = counted["ranked"], counted["by_status"], counted["errors"]
     now = timezone.now()
-    for run in Run.objects.filter(id__in=run_ids, kind=Run.KIND_RETRIEVAL):
+    for run in runs:
         counts = by_status.get(run.id, {})
         completed = ranked.get(run.id, 0)
         failed = counts.get(leases.FAILED, 0)
@@ -551,11 +578,14 @@ def _runs_refresh(run_ids) -> None:
 
 
 def system_run_import(path: str | Path, *, topic_set_name: str, tag: str | None = None,
-                      encoding: str = "utf-8") -> Run:
+                      encoding: str = "utf-8",
+                      before_commit: Callable[[Run], None] | None = None) -> Run:
     """Import a TREC run file as a system run of a topic set; all or nothing.
 
     One RunQuery + Ranking per topic (label = the tag), ordered by (-score, docid). Every
-    topic id of the file must be a topic of the set.
+    topic id of the file must be a topic of the set. ``before_commit(run)``, when given,
+    is called inside the import's transaction after the last write (a caller's own mark
+    commits with the run, or it raises to roll the import back).
     """
     from crowd.selectors import topic_list, topic_set_get
 
@@ -583,4 +613,6 @@ def system_run_import(path: str | Path, *, topic_set_name: str, tag: str | None 
             ranking = Ranking.objects.create(key=None, docids=d, scores=s, length=len(docids),
                                              depth=len(docids))
             RunQuery.objects.create(run=run, topic=topics[qid], label=tag, ranking=ranking)
+        if before_commit is not None:
+            before_commit(run)
     return run

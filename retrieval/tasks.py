@@ -41,14 +41,3 @@ def chunk_retrieve_task(self, chunk_id: int) -> int:
     from .services import chunk_retrieve
 
     return chunk_retrieve(chunk_id, retry_on=TRANSIENT)
-
-
-@shared_task(ignore_result=True, time_limit=5 * 60)
-def chunks_reconcile_task(on_start: bool = False) -> dict:
-    """Re-queue chunks of dead workers and lost messages (every minute under beat)."""
-    from .leases import lease_seconds
-    from .services import chunks_reconcile
-
-    # a worker that starts wakes what a killed one may have reserved (unacknowledged)
-    r = chunks_reconcile(wake_after=lease_seconds() if on_start else None)
-    return {"requeued": len(r.requeued), "failed": len(r.failed), "woken": len(r.woken)}

@@ -32,6 +32,9 @@ def test_compose_runs_beat_a_retrieval_queue_and_a_persistent_redis():
     assert retrieval["environment"]["CELERY_RETRIEVAL_QUEUE"] == "retrieval"
     assert "-Q celery" in services["worker"]["command"], "the reconciler runs on the default queue"
     assert "celery -A config beat" in services["beat"]["command"]
+    # beat's death is seen: restarted when it exits, unhealthy when its reconciler is late
+    assert services["beat"]["restart"] == "unless-stopped"
+    assert services["beat"]["healthcheck"]["test"][-3:] == ["manage.py", "jobs", "--check-beat"]
     assert "--appendonly yes" in services["redis"]["command"]
     assert any(v.endswith(":/data") for v in services["redis"]["volumes"])
 

@@ -212,10 +212,10 @@ def test_large_file_is_recorded_then_imported_by_the_worker_service(staff, setti
 
     settings.UPLOAD_TASK_BYTES = 10
     settings.DATA_DIR = tmp_path
-    with mock.patch("uploads.services._upload_wake") as wake:
+    with mock.patch("jobs.registry.wake") as wake:
         response = _topics(staff, topic_set="big")
     row = Upload.objects.get()
-    assert wake.call_args.args == (row.pk,)  # woken once the row was committed
+    assert wake.call_args.args == ("upload", row.pk)  # woken once the row was committed
     assert row.status == "queued" and row.filename == "topics.tsv"
     assert not TopicSet.objects.filter(name="big").exists()  # nothing imported yet
     assert response["Location"] == reverse("crowd:organiser_upload_status", args=[row.pk])
@@ -229,7 +229,7 @@ def test_large_file_is_recorded_then_imported_by_the_worker_service(staff, setti
     assert "2 topic(s) created" in page and 'http-equiv="refresh"' not in page
     assert upload_run(row.pk).status == "done"  # a second delivery does nothing
 
-    with mock.patch("uploads.services._upload_wake"):
+    with mock.patch("jobs.registry.wake"):
         _topics(staff, text="id\tstatement\nT1\tok statement\nT1\t\n", name="bad.tsv", topic_set="bad")
     bad = upload_run(Upload.objects.get(filename="bad.tsv").pk)
     assert bad.status == "failed"
@@ -264,7 +264,7 @@ def test_collection_upload_is_always_a_task_that_builds_an_index(staff, settings
 
     def post(name, docs):
         text = "".join(json.dumps({"id": d, "contents": c}) + "\n" for d, c in docs)
-        with mock.patch("uploads.services._upload_wake"):
+        with mock.patch("jobs.registry.wake"):
             return staff.post(url, {"file": _upload(f"{name}.jsonl", text), "name": name,
                                     "format": "jsonl", "encoding": "utf-8"})
 
@@ -354,3 +354,7 @@ def test_csv_for_spreadsheets_neutralises_formulas_and_tsv_json_keep_the_data(st
         ("+t2", "-minus query"), ("@t3", "=1+1")]
     spread = list(csv.DictReader(io.StringIO(export("csv"))))
     assert [(r["topic"], r["raw"]) for r in spread] == [("'+t2", "'-minus query"), ("'@t3", "'=1+1")]
+    media = {fmt: staff.get(reverse("crowd:organiser_variants_export", args=[ts.pk, fmt]))[
+        "Content-Type"] for fmt in ("json", "csv", "tsv")}
+    assert media == {"json": "application/json; charset=utf-8", "csv": "text/csv; charset=utf-8",
+                     "tsv": "text/tab-separated-values; charset=utf-8"}

@@ -29,8 +29,8 @@ The fixture ``celery_on_redis`` (every test has it; it brings ``transactional_db
     every worker of the broker appends to, and each worker's default ``DATA_DIR``.
 
 ``CeleryBroker.worker(pool="prefork", concurrency=1, data_dir=None, env=None, ready=True,
-disposable=False)``
-    Starts ``celery -A config worker -P <pool> -c <concurrency> -Q <queue>`` (``pool=None``:
+disposable=False, app="config")``
+    Starts ``celery -A <app> worker -P <pool> -c <concurrency> -Q <queue>`` (``pool=None``:
     the settings' pool) in a process group of its own, log level INFO, with this process's
     environment plus ``DATABASE_URL`` (the test database), ``CELERY_BROKER_URL``,
     ``CELERY_TASK_DEFAULT_QUEUE``, ``DATA_DIR`` (``data_dir``, default
@@ -38,6 +38,12 @@ disposable=False)``
     With ``ready`` it returns once the worker answers a ping (as ``celery inspect ping``
     does) and raises, with the log's end, if it exits or stays silent for 60 s. A
     ``disposable`` worker is killed (SIGKILL) at exit instead of stopped.
+
+``CeleryBroker.beat(data_dir=None, env=None)``
+    Starts ``celery -A config beat`` in a process group of its own with the workers'
+    environment (so it sends to the broker's queue), its schedule file under the log
+    folder and its log in ``beat.log``. Returns a :class:`Beat` (``pid``, ``proc``,
+    ``log``, ``alive``, ``tail()``, ``stop()``, ``kill()``, as a worker has).
 
 ``Worker``
     ``pid``, ``proc`` (its ``subprocess.Popen``), ``name`` (the node name), ``log`` (path),
@@ -100,15 +106,15 @@ def _database_url() -> str:
     return f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
 
 
-class Worker:
-    """One `celery -A config worker` process group; see the module docstring."""
+class _CeleryProcess:
+    """A `celery -A config ...` process group logging to ``log``."""
 
-    def __init__(self, name: str, args: list[str], env: dict, log: Path, disposable=False):
-        self.name, self.log, self.disposable = name, log, disposable
+    def __init__(self, args: list[str], env: dict, log: Path, disposable=False,
+                 app: str = "config"):
+        self.log, self.disposable = log, disposable
         with open(log, "a") as out:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "celery", "-A", "config", "worker", *args, "-n", name,
-                 "--without-gossip", "--without-mingle", "--without-heartbeat", "-l", "INFO"],
+                [sys.executable, "-m", "celery", "-A", app, *args],
                 cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         self.pid = self.proc.pid
 
@@ -124,19 +130,6 @@ class Worker:
     def tail(self, chars: int = 4000) -> str:
         return self.log.read_text(errors="replace")[-chars:]
 
-    def wait_ready(self, timeout: float = 60) -> "Worker":
-        from config.celery_app import app
-
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if not self.alive:
-                raise RuntimeError(f"worker {self.name} exited with {self.proc.returncode} "
-                                   f"before it was ready:\n{self.tail()}")
-            if app.control.ping(destination=[self.name], timeout=0.5):
-                return self
-        raise RuntimeError(f"worker {self.name} did not answer a ping in {timeout} s:\n"
-                           + self.tail())
-
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 30) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.pid, sig)
@@ -151,6 +144,36 @@ class Worker:
         self.stop(signal.SIGKILL)
 
 
+class Beat(_CeleryProcess):
+    """One `celery -A config beat` process group; see the module docstring."""
+
+    def __init__(self, env: dict, schedule: Path, log: Path):
+        super().__init__(["beat", "-s", str(schedule), "-l", "INFO"], env, log)
+
+
+class Worker(_CeleryProcess):
+    """One `celery -A config worker` process group; see the module docstring."""
+
+    def __init__(self, name: str, args: list[str], env: dict, log: Path, disposable=False,
+                 app: str = "config"):
+        self.name = name
+        super().__init__(["worker", *args, "-n", name, "--without-gossip", "--without-mingle",
+                          "--without-heartbeat", "-l", "INFO"], env, log, disposable, app)
+
+    def wait_ready(self, timeout: float = 60) -> "Worker":
+        from config.celery_app import app
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not self.alive:
+                raise RuntimeError(f"worker {self.name} exited with {self.proc.returncode} "
+                                   f"before it was ready:\n{self.tail()}")
+            if app.control.ping(destination=[self.name], timeout=0.5):
+                return self
+        raise RuntimeError(f"worker {self.name} did not answer a ping in {timeout} s:\n"
+                           + self.tail())
+
+
 class CeleryBroker:
     """The Celery app pointed at one broker and a queue of its own; see the module docstring."""
 
@@ -160,6 +183,7 @@ class CeleryBroker:
         self.transport_options = transport_options or {}
         self.log_dir = Path(log_dir or tempfile.mkdtemp(prefix="celery-worker-"))
         self.workers: list[Worker] = []
+        self.beats: list[Beat] = []
 
     def __enter__(self) -> "CeleryBroker":
         from config.celery_app import app
@@ -175,6 +199,8 @@ class CeleryBroker:
         from config.celery_app import app
 
         try:
+            for b in self.beats:
+                b.stop()
             for w in self.workers:
                 w.kill() if w.disposable else w.stop()
             with app.connection_for_write(self.url) as conn:
@@ -183,17 +209,26 @@ class CeleryBroker:
             app.conf.update(self._saved)
             celery_connections_reset(app)
 
-    def worker(self, pool: str | None = "prefork", concurrency: int = 1,
-               data_dir: Path | None = None, env: dict | None = None,
-               ready: bool = True, disposable: bool = False) -> Worker:
+    def _env(self, data_dir: Path | None, env: dict | None) -> dict:
         env = {**os.environ, "DEBUG": "1", "DJANGO_SETTINGS_MODULE": "config.settings",
                "DATABASE_URL": _database_url(), "CELERY_BROKER_URL": self.url,
                "CELERY_TASK_DEFAULT_QUEUE": self.queue,
                "DATA_DIR": str(data_dir or self.log_dir / "worker-data"), **(env or {})}
+        return {k: v for k, v in env.items() if v is not None}
+
+    def beat(self, data_dir: Path | None = None, env: dict | None = None) -> Beat:
+        beat = Beat(self._env(data_dir, env), self.log_dir / f"beat-{len(self.beats) + 1}.schedule",
+                    self.log_dir / "beat.log")
+        self.beats.append(beat)
+        return beat
+
+    def worker(self, pool: str | None = "prefork", concurrency: int = 1,
+               data_dir: Path | None = None, env: dict | None = None,
+               ready: bool = True, disposable: bool = False, app: str = "config") -> Worker:
+        env = self._env(data_dir, env)
         args = (["-P", pool] if pool else []) + ["-c", str(concurrency), "-Q", self.queue]
         name = f"{self.queue}-{len(self.workers) + 1}@{socket.gethostname()}"
-        worker = Worker(name, args, {k: v for k, v in env.items() if v is not None},
-                        self.log_dir / "worker.log", disposable)
+        worker = Worker(name, args, env, self.log_dir / "worker.log", disposable, app)
         self.workers.append(worker)
         return worker.wait_ready() if ready else worker
 

@@ -123,7 +123,8 @@ class RunUploadSerializer(_FileUpload):
 
 class QrelsUploadSerializer(_FileUpload):
     format = serializers.ChoiceField(choices=QRELS_FORMATS, help_text="adhoc: topic iter docid "
-                                     "rel; diversity: topic subtopic docid rel")
+                                     "rel; diversity: topic subtopic docid rel; smart: query "
+                                     "docid … (each pair relevant); cranqrel: query docid code")
     name = serializers.CharField(max_length=100, validators=[_clean("qrels name")])
     topic_set = _existing_topic_set(required=False, allow_blank=True, default="",
                                     help_text="check every topic id is in this set")

@@ -1,11 +1,11 @@
 """A file an organiser uploaded, recorded before its import is queued: the ledger of the
-background import (status, lease, attempts, error), read by the progress page."""
+background import (status, lease, attempts, error: jobs.models.LeasedJob), read by the progress page."""
 from django.db import models
 
-from retrieval.leases import STATUS_CHOICES
+from jobs.models import LeasedJob
 
 
-class Upload(models.Model):
+class Upload(LeasedJob):
     KIND_CHOICES = [("topics", "topics"), ("variants", "query variants"), ("run", "system run"),
                     ("qrels", "qrels"), ("collection", "collection")]
 
@@ -14,19 +14,12 @@ class Upload(models.Model):
     filename = models.CharField(max_length=255)
     path = models.TextField(help_text="where the file waits for its import")
     size = models.PositiveBigIntegerField(default=0)
-    status = models.CharField(max_length=10, choices=STATUS_CHOICES, default="queued")
     progress = models.FloatField(default=0.0)
-    error = models.TextField(blank=True, default="")
     note = models.TextField(blank=True, default="", help_text="the import's latest step")
     result = models.JSONField(null=True, blank=True)
     created_by = models.CharField(max_length=150, blank=True, default="")
     created = models.DateTimeField(auto_now_add=True)
     finished = models.DateTimeField(null=True, blank=True)
-    attempts = models.PositiveIntegerField(default=0)
-    holder = models.CharField(max_length=300, blank=True, default="")
-    lease_expires = models.DateTimeField(null=True, blank=True)
-    woken = models.DateTimeField(null=True, blank=True)
-    wakeups = models.PositiveIntegerField(default=0)
 
     class Meta:
         ordering = ["-pk"]

@@ -8,6 +8,7 @@ an error names the uploaded file and its line.
 """
 from __future__ import annotations
 
+import logging
 import re
 import shutil
 import tempfile
@@ -19,9 +20,11 @@ from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connection, connections, transaction
 from django.utils import timezone
 
-from retrieval import leases
+from jobs import leases, registry
 
 from .models import Upload
+
+log = logging.getLogger(__name__)
 
 #: Files larger than this are imported by a worker, with a progress page.
 DEFAULT_TASK_BYTES = 5 * 1024 * 1024
@@ -35,56 +38,81 @@ def safe_filename(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]", "_", Path(name).name) or "upload"
 
 
-def _import(kind: str, path: Path, params: dict, say=None, progress=None) -> dict:
+def _import(kind: str, path: Path, params: dict, say=None, before_commit=None,
+            progress=None) -> dict:
     """Import ``path`` as ``kind``; returns a short summary for the page. ``say(message)``
     hears the steps of a long import (a collection's indexing), ``progress(fraction)`` how
-    much of the file a streaming import has read."""
+    much of the file a streaming import has read; ``before_commit(summary)`` is called
+    with the summary inside the import's own transaction, after its last write (an upload
+    commits its done mark there, or raises to roll the import back)."""
+    def hook(summarise):
+        if before_commit is None:
+            return None
+        return lambda value: before_commit(summarise(value))
+
     if kind == "topics":
         from crowd.services import topics_import
         from crowd.topicfiles import iter_topics
 
-        r = topics_import(params["topic_set"], iter_topics(
+        def summarise(r):
+            return {"topic_set": params["topic_set"],
+                    "message": f"{params['topic_set']}: {r['created']} topic(s) created, "
+                               f"{r['replaced']} replaced"}
+
+        return summarise(topics_import(params["topic_set"], iter_topics(
             path, params["format"], ids=params.get("ids", "given"),
             encoding=params.get("encoding", "utf-8"), progress=progress),
-            replace=params.get("replace", False), merge_rows=params["format"] == "tsv")
-        return {"topic_set": params["topic_set"],
-                "message": f"{params['topic_set']}: {r['created']} topic(s) created, "
-                           f"{r['replaced']} replaced"}
+            replace=params.get("replace", False), merge_rows=params["format"] == "tsv",
+            before_commit=hook(summarise)))
     if kind == "variants":
         from crowd.services import variants_import
         from crowd.variantfiles import iter_variants
 
-        r = variants_import(params["topic_set"], iter_variants(
+        def summarise(r):
+            return {"topic_set": params["topic_set"],
+                    "message": f"{params['topic_set']}: {r['variants']} variant(s) imported"}
+
+        return summarise(variants_import(params["topic_set"], iter_variants(
             path, params["format"], encoding=params.get("encoding", "utf-8"),
             progress=progress),
-            create_topics=params.get("create_topics", False), replace=params.get("replace", False))
-        return {"topic_set": params["topic_set"],
-                "message": f"{params['topic_set']}: {r['variants']} variant(s) imported"}
+            create_topics=params.get("create_topics", False), replace=params.get("replace", False),
+            before_commit=hook(summarise)))
     if kind == "run":
         from retrieval.services import system_run_import
 
-        run = system_run_import(path, topic_set_name=params["topic_set"],
-                                tag=params.get("tag") or None,
-                                encoding=params.get("encoding", "utf-8"))
-        return {"topic_set": params["topic_set"], "run": run.pk,
-                "message": f"run {run.id} ({run.tag}): {run.total} topics imported"}
+        def summarise(run):
+            return {"topic_set": params["topic_set"], "run": run.pk,
+                    "message": f"run {run.id} ({run.tag}): {run.total} topics imported"}
+
+        return summarise(system_run_import(path, topic_set_name=params["topic_set"],
+                                           tag=params.get("tag") or None,
+                                           encoding=params.get("encoding", "utf-8"),
+                                           before_commit=hook(summarise)))
     if kind == "qrels":
         from pooling.services import qrels_import
 
-        qrels = qrels_import(path, format=params["format"], name=params["name"],
-                             topic_set_name=params.get("topic_set") or None,
-                             id_map=params.get("id_map") or None,
-                             encoding=params.get("encoding", "utf-8"))
-        return {"topic_set": params.get("topic_set") or "", "qrels": qrels.name,
-                "message": f"imported {qrels.judgments_count} judgments as qrels {qrels.name!r}"}
+        def summarise(qrels):
+            return {"topic_set": params.get("topic_set") or "", "qrels": qrels.name,
+                    "message": f"imported {qrels.judgments_count} judgments as qrels "
+                               f"{qrels.name!r}"}
+
+        return summarise(qrels_import(path, format=params["format"], name=params["name"],
+                                      topic_set_name=params.get("topic_set") or None,
+                                      id_map=params.get("id_map") or None,
+                                      encoding=params.get("encoding", "utf-8"),
+                                      before_commit=hook(summarise)))
     if kind == "collection":
         from retrieval.services import collection_import
 
-        collection = collection_import(params["name"], path, params["format"], progress=say,
-                                       encoding=params.get("encoding", "utf-8"),
-                                       skip_empty=params.get("skip_empty", False))
-        return {"collection": collection.name,
-                "message": f"collection {collection.name!r}: {collection.doc_count} documents indexed"}
+        def summarise(collection):
+            return {"collection": collection.name,
+                    "message": f"collection {collection.name!r}: {collection.doc_count} "
+                               "documents indexed"}
+
+        return summarise(collection_import(params["name"], path, params["format"], progress=say,
+                                           encoding=params.get("encoding", "utf-8"),
+                                           skip_empty=params.get("skip_empty", False),
+                                           before_commit=hook(summarise)))
     raise ValueError(f"unknown upload kind {kind!r}")
 
 
@@ -161,42 +189,57 @@ def upload_create(kind: str, upload, params: dict, *, created_by: str = "") -> U
             row = Upload.objects.create(kind=kind, params=params, filename=name, path=str(path),
                                         size=path.stat().st_size, created_by=created_by,
                                         woken=timezone.now())
-            transaction.on_commit(lambda: _upload_wake(row.pk))
+            transaction.on_commit(lambda: registry.wake("upload", row.pk))
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
         raise
     return row
 
 
-def _upload_wake(upload_id: int) -> None:
-    from .tasks import upload_import_task
-
-    upload_import_task.delay(upload_id)
+class LeaseLost(Exception):
+    """The upload's lease was taken over before its import could commit: the import is
+    rolled back and left to the claim that holds it now."""
 
 
 def upload_run(upload_id: int, *, retry_on: tuple[type[BaseException], ...] = ()) -> Upload:
     """Import a recorded upload under its lease. Idempotent: a finished, failed or held
     upload is returned untouched. An import error fails the upload with the message
-    (naming the file and line); the imported data is all or nothing, as in the request."""
+    (naming the file and line); the imported data is all or nothing, as in the request.
+
+    Exactly once: the imported rows and the upload's done mark commit in one transaction
+    (the import service's, through its ``before_commit`` hook), and only while this claim
+    still holds the lease (the upload row is locked and checked there). A worker that dies
+    before that commit leaves nothing imported; one whose lease was taken over rolls its
+    import back and leaves the upload to the claim that holds it.
+    """
     holder = leases.claim(Upload, upload_id)
     row = Upload.objects.get(pk=upload_id)
     if holder is None:
         return row
     path = Path(row.path)
+
+    def done(summary: dict) -> None:
+        if not leases.held(Upload, row.pk, holder):
+            raise LeaseLost(f"upload {row.pk}: the lease of {holder} (attempt "
+                            f"{holder.attempt}) was taken over before the import committed")
+        Upload.objects.filter(pk=row.pk).update(
+            status=leases.DONE, progress=1.0, result=summary, finished=timezone.now(),
+            holder="", lease_expires=None, error="")
+
     try:
         with leases.renewing(Upload, row.pk, holder):
-            def say(message: str) -> None:
-                Upload.objects.filter(pk=row.pk, holder=holder).update(note=str(message)[:2000])
+            def say(message: str) -> None:  # this attempt's steps, up to its last one
+                Upload.objects.filter(pk=row.pk, attempts=holder.attempt).update(
+                    note=str(message)[:2000])
 
-            progress = _ProgressWriter(row.pk, holder)
+            progress = _ProgressWriter(row.pk, str(holder))
             try:
-                result = _named_errors(path, lambda: _import(row.kind, path, row.params, say,
-                                                             progress))
+                _named_errors(path, lambda: _import(row.kind, path, row.params, say, done,
+                                                    progress))
             finally:
                 progress.close()
-            Upload.objects.filter(pk=row.pk, holder=holder).update(
-                status=leases.DONE, progress=1.0, result=result, finished=timezone.now(),
-                holder="", lease_expires=None, error="")
+    except LeaseLost as exc:
+        log.warning("%s; import rolled back", exc)
     except BaseException as exc:
         retry = isinstance(exc, retry_on)
         message = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
@@ -216,9 +259,7 @@ def upload_fail(upload_id: int, message: str) -> None:
         Upload.objects.filter(pk=upload_id).update(finished=timezone.now())
 
 
-def uploads_reconcile(*, wake_after: float | None = None) -> leases.Reconciled:
-    """Re-queue imports whose worker is gone and wake those whose message was lost."""
-    result = leases.reconcile(Upload, _upload_wake, wake_after=wake_after)
+def uploads_reconciled(result: leases.Reconciled) -> None:
+    """After a reconciliation of the uploads: an import it failed gets its finish time."""
     if result.failed:
         Upload.objects.filter(pk__in=result.failed).update(finished=timezone.now())
-    return result

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from celery import Task, shared_task
 
-from retrieval.leases import LEASED_TASK_OPTIONS, TRANSIENT
+from jobs.leases import LEASED_TASK_OPTIONS, TRANSIENT
 
 
 class UploadImportTask(Task):
@@ -20,10 +20,3 @@ def upload_import_task(self, upload_id: int) -> None:
     from .services import upload_run
 
     upload_run(upload_id, retry_on=TRANSIENT)
-
-
-@shared_task
-def uploads_reconcile_task() -> None:
-    from .services import uploads_reconcile
-
-    uploads_reconcile()

@@ -52,10 +52,10 @@ def topic_set_list() -> QuerySet[TopicSet]:
     counted on each page) and of answers (sum of variant counts)."""
     return TopicSet.objects.annotate(
         n_topics=F("topics_count"),
-        n_answers=Subquery(
+        n_answers=Coalesce(Subquery(
             QueryVariant.objects.filter(topic__topic_set=OuterRef("pk")).order_by()
             .values("topic__topic_set").annotate(n=Sum("count")).values("n")[:1]
-        ),
+        ), 0),
     ).order_by("name")
 
 
@@ -86,10 +86,10 @@ def topic_page(topic_set: TopicSet, *, after: str | None = None,
     rows = list(topics.order_by("sort_key").annotate(
         n_statements=_count_of(Statement, topic=OuterRef("pk")),
         n_intents=_count_of(Intent, topic=OuterRef("pk")),
-        n_answers=Subquery(
+        n_answers=Coalesce(Subquery(
             QueryVariant.objects.filter(topic=OuterRef("pk")).order_by().values("topic")
             .annotate(n=Sum("count")).values("n")[:1]
-        ),
+        ), 0),
     )[: size + 1])
     more = len(rows) > size
     rows = rows[:size]

@@ -5,7 +5,7 @@ Each function that writes owns its transaction; imports are all or nothing.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable
 
 from django.db import connection, transaction
 from django.db.models import Count, F, QuerySet
@@ -101,6 +101,7 @@ def _topic_set_for_import(topic_set_name: str) -> tuple[TopicSet, int]:
 def topics_import(
     topic_set_name: str, records: Iterable[TopicRecord], *, replace: bool = False,
     merge_rows: bool = False, batch_size: int = IMPORT_BATCH,
+    before_commit: Callable[[dict], None] | None = None,
 ) -> dict:
     """Create the topics of ``records`` in the topic set (created if missing).
 
@@ -116,6 +117,9 @@ def topics_import(
     agree (an empty title agrees with anything); otherwise a repeated id is an error.
 
     Returns ``{"created": n, "replaced": m}``.
+    ``before_commit(result)``, when given, is called with the result inside the import's
+    transaction, after the last write: a caller commits its own mark with the import, or
+    raises to roll it back (an upload's lease lost).
     """
     if not topic_set_name:
         raise ImportRejected("a topic set name is required")
@@ -130,7 +134,10 @@ def topics_import(
     TopicSet.objects.filter(pk=topic_set.pk).update(
         topics_count=F("topics_count") + created,
         statements_count=F("statements_count") + statements_delta)
-    return {"created": created, "replaced": len(replaced)}
+    result = {"created": created, "replaced": len(replaced)}
+    if before_commit is not None:
+        before_commit(result)
+    return result
 
 
 def _topics_batch(topic_set: TopicSet, before: int, batch: list[TopicRecord], replace: bool,
@@ -287,6 +294,7 @@ def variants_import(
     batch_size: int = 2000,
     spell_correct: bool = False,
     normalise: str = "punctuation",
+    before_commit: Callable[[dict], None] | None = None,
 ) -> dict:
     """Add imported query variants to the topics of a topic set.
 
@@ -307,6 +315,9 @@ def variants_import(
     Otherwise records are read, checked and written ``batch_size`` at a time (with
     ``bulk_create``): memory does not grow with the file.
     Returns ``{"variants": n, "topics_created": m, "replaced": k, "corrected": c}``.
+    ``before_commit(result)``, when given, is called with the result inside the import's
+    transaction, after the last write: a caller commits its own mark with the import, or
+    raises to roll it back (an upload's lease lost).
     """
     if normalise not in NORMALISATIONS:
         raise ImportRejected(
@@ -342,6 +353,8 @@ def variants_import(
         )
     if not done["variants"]:
         raise ImportRejected("no query variants to import")
+    if before_commit is not None:
+        before_commit(done)
     return done
 
 

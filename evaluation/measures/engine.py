@@ -7,7 +7,9 @@ measures, e.g. ``AP(rel=2)``), ndeval's diversity measures (``alpha_nDCG@k``, ``
 and NTCIREVAL's (``D-nDCG@k``, ``D#-nDCG@k``, ``I-rec@k``). ``RBP(p=…)`` also reports its
 residual as ``RBP_resid(p=…)``. RBP is graded, as trec_eval's ``rbp`` (gain = grade ÷ the
 topic's highest grade when that exceeds 1); ``RBP(p=…,rel=N)`` is binary, as ir_measures
-names it (gain 1 for a grade of N or more, else 0).
+names it (gain 1 for a grade of N or more, else 0). Each is declared once in
+:mod:`.registry`, which is all this module reads to parse and compute them; a name it lacks
+goes to ir_measures (:mod:`.fallback`).
 
 Which topics: those of the qrels that the run has (trec_eval's default), or with
 ``complete`` every qrels topic, a topic the run lacks scoring 0 on every measure (trec_eval
@@ -16,83 +18,124 @@ Which topics: those of the qrels that the run has (trec_eval's default), or with
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import adhoc, diversity, ntcir
-from .runs import NONPOOL, PAD, PAD_CODE, UNJUDGED, EvaluationInputError, Qrels, RunSet, topic_sort_key
+from . import adhoc, diversity, fallback, ntcir
+from .registry import FAMILY_QRELS, MAX_CUTOFF, MAX_REL, REGISTRY, Measure
+from .runs import NONPOOL, PAD, PAD_CODE, UNJUDGED, EvaluationInputError, Qrels, RunSet, natural_key
 
-__all__ = ["MeasureSpec", "parse_measures", "check_measures", "evaluate_runs", "MEASURES"]
-
-# name -> (family, cutoff: "required" | "optional" | "none", allowed parameters)
-MEASURES = {
-    "AP": ("adhoc", "none", {"rel"}),
-    "nDCG": ("adhoc", "optional", set()),
-    "P": ("adhoc", "required", {"rel"}),
-    "R": ("adhoc", "required", {"rel"}),
-    "RR": ("adhoc", "none", {"rel"}),
-    "Rprec": ("adhoc", "none", {"rel"}),
-    "ERR": ("adhoc", "required", set()),
-    "RBP": ("adhoc", "none", {"p", "rel"}),
-    "alpha_nDCG": ("ndeval", "required", set()),
-    "alpha_DCG": ("ndeval", "required", set()),
-    "ERR_IA": ("ndeval", "required", set()),
-    "nERR_IA": ("ndeval", "required", set()),
-    "NRBP": ("ndeval", "none", set()),
-    "nNRBP": ("ndeval", "none", set()),
-    "AP_IA": ("ndeval", "none", set()),
-    "P_IA": ("ndeval", "required", set()),
-    "StRecall": ("ndeval", "required", set()),
-    "D-nDCG": ("ntcir", "required", set()),
-    "D#-nDCG": ("ntcir", "required", set()),
-    "I-rec": ("ntcir", "required", set()),
-}
+__all__ = ["MeasureSpec", "parse_measures", "check_measures", "evaluate_runs", "REGISTRY", "MAX_CUTOFF",
+           "MAX_REL"]
 
 BLOCK = 1 << 20  # ranked entries evaluated together
-
-#: The deepest cutoff a measure may ask for (``P@1000000`` is the largest run depth anyone
-#: stores; a longer number is a mistake, not a measure).
-MAX_CUTOFF = 1_000_000
-#: The highest grade ``rel=`` may name.
-MAX_REL = 1_000
 
 _NAME = re.compile(r"^(?P<name>[A-Za-z][A-Za-z_#-]*?)(?:\((?P<params>[^()]*)\))?(?:@(?P<k>\d+))?$")
 
 
 @dataclass(frozen=True)
 class MeasureSpec:
+    """One measure as asked for: its name, cutoff and every parameter's value (defaults
+    filled in), with the declaration it came from."""
+
     name: str
     family: str
     cutoff: int | None
-    rel: int = 1
-    p: float = 0.8
-    binary: bool = False  # RBP only: rel=N given, binary gains
+    params: tuple[tuple[str, object], ...] = ()
+    measure: Measure | None = field(default=None, repr=False, compare=False)
+
+    def get(self, name: str):
+        """The value of parameter ``name`` (its default when not given)."""
+        for key, value in self.params:
+            if key == name:
+                return value
+        raise KeyError(f"{self.name} has no parameter {name!r}")
 
     @property
     def key(self) -> str:
-        params = ""
-        if self.name == "RBP":
-            params = f"(p={self.p:g},rel={self.rel})" if self.binary else f"(p={self.p:g})"
-        elif self.rel != 1:
-            params = f"(rel={self.rel})"
+        written = [self.measure.param(k).written(v) for k, v in self.params] if self.measure else []
+        written = [w for w in written if w]
+        params = f"({','.join(written)})" if written else ""
         return f"{self.name}{params}" + (f"@{self.cutoff}" if self.cutoff is not None else "")
 
     @property
     def keys(self) -> list[str]:
-        if self.name == "RBP":
-            return [self.key, self.key.replace("RBP(", "RBP_resid(", 1)]
-        return [self.key]
+        """The names of the values this measure reports (RBP also reports its residual)."""
+        key = self.key
+        also = self.measure.also if self.measure else ()
+        return [key] + [alt + key[len(self.name):] for alt in also]
+
+    @property
+    def qrels_kind(self) -> str:
+        """The qrels the measure reads: ``adhoc`` or ``diversity``."""
+        return FAMILY_QRELS[self.family]
 
     @property
     def convention(self) -> str | None:
-        """How the measure treats grades where tools differ (RBP only), for printing."""
-        if self.name != "RBP":
+        """How the measure treats grades where tools differ (RBP), for printing."""
+        if self.measure is None or self.measure.convention is None:
             return None
-        if self.binary:
-            return f"{self.key}: binary gain, 1 for a grade of {self.rel} or more"
-        return (f"{self.key}: graded gain, grade / the topic's highest grade when above 1 "
-                "(trec_eval's rbp); RBP(p=…,rel=1) is the binary form")
+        return self.measure.convention(self)
+
+
+def _native(word: str) -> bool:
+    try:
+        parse_spec(word, fall_back=False)
+    except EvaluationInputError:
+        return False
+    return True
+
+
+def parse_spec(word: str, fall_back: bool = True) -> MeasureSpec:
+    """One measure from its name, e.g. ``AP(rel=2)``, ``nDCG@20``, ``RBP(p=0.9)``.
+
+    A registered name follows its declaration. Any other name goes to ir_measures
+    (:mod:`.fallback`) when ``fall_back``: ``Judged@10``, ``infAP``, ``Bpref``, ``SetF``; so
+    does a registered name with a parameter it does not declare but ir_measures computes
+    (``AP(judged_only=True)``). A registered name's cutoff rules are its own (``AP@10`` is
+    refused)."""
+    m = _NAME.match(word)
+    if not m or m.group("name") not in REGISTRY:
+        known = " ".join(REGISTRY)
+        if not fall_back:
+            raise EvaluationInputError("--measures", None, f"unknown measure {word!r}; known: {known}")
+        try:
+            measure = fallback.resolve(word, _native)
+        except EvaluationInputError as exc:
+            raise EvaluationInputError(
+                "--measures", None, f"unknown measure {word!r}; known: {known}; {exc.message}"
+            ) from None
+        return MeasureSpec(measure.name, measure.family, None, (), measure)
+    name = m.group("name")
+    measure = REGISTRY[name]
+    k = m.group("k")
+    if measure.cutoff == "required" and k is None:
+        raise EvaluationInputError("--measures", None, f"{name} needs a cutoff, e.g. {name}@10")
+    if measure.cutoff == "none" and k is not None:
+        raise EvaluationInputError("--measures", None, f"{name} takes no cutoff (got {word!r})")
+    if k is not None and (len(k) > 7 or int(k) > MAX_CUTOFF):
+        raise EvaluationInputError("--measures", None,
+                                   f"cutoff of {word[:40]!r} is too large (at most {MAX_CUTOFF})")
+    if k is not None and int(k) < 1:
+        raise EvaluationInputError("--measures", None, f"cutoff of {word!r} must be at least 1")
+    given = {}
+    for part in filter(None, (s.strip() for s in (m.group("params") or "").split(","))):
+        key, _, value = part.partition("=")
+        key = key.strip()
+        param = measure.param(key)
+        if param is None:
+            error = EvaluationInputError("--measures", None, f"{name} has no parameter {key!r} (in {word!r})")
+            if not fall_back:
+                raise error
+            try:  # a variant ir_measures computes, e.g. AP(judged_only=True)
+                other = fallback.resolve(word, _native)
+            except EvaluationInputError:
+                raise error from None
+            return MeasureSpec(other.name, other.family, None, (), other)
+        given[key] = param.parse(value, word)
+    params = tuple((p.name, given.get(p.name, p.default)) for p in measure.params)
+    return MeasureSpec(name, measure.family, int(k) if k is not None else None, params, measure)
 
 
 def parse_measures(text: str | list[str]) -> list[MeasureSpec]:
@@ -102,43 +145,7 @@ def parse_measures(text: str | list[str]) -> list[MeasureSpec]:
         raise EvaluationInputError("--measures", None, "give at least one measure")
     out: list[MeasureSpec] = []
     for word in names:
-        m = _NAME.match(word)
-        if not m or m.group("name") not in MEASURES:
-            known = " ".join(MEASURES)
-            raise EvaluationInputError("--measures", None, f"unknown measure {word!r}; known: {known}")
-        name = m.group("name")
-        family, cut, allowed = MEASURES[name]
-        k = m.group("k")
-        if cut == "required" and k is None:
-            raise EvaluationInputError("--measures", None, f"{name} needs a cutoff, e.g. {name}@10")
-        if cut == "none" and k is not None:
-            raise EvaluationInputError("--measures", None, f"{name} takes no cutoff (got {word!r})")
-        if k is not None and int(k) < 1:
-            raise EvaluationInputError("--measures", None, f"cutoff of {word!r} must be at least 1")
-        if k is not None and (len(k) > 7 or int(k) > MAX_CUTOFF):
-            raise EvaluationInputError("--measures", None,
-                                       f"cutoff of {word[:40]!r} is too large (at most {MAX_CUTOFF})")
-        kw = {}
-        for part in filter(None, (s.strip() for s in (m.group("params") or "").split(","))):
-            key, _, value = part.partition("=")
-            key = key.strip()
-            if key not in allowed:
-                raise EvaluationInputError("--measures", None, f"{name} has no parameter {key!r} (in {word!r})")
-            try:
-                if key == "rel":
-                    kw["rel"] = int(value) if len(value.strip()) <= 7 else 0
-                    if not 1 <= kw["rel"] <= MAX_REL:
-                        raise ValueError
-                else:
-                    kw["p"] = float(value)
-                    if not 0.0 < kw["p"] < 1.0:
-                        raise ValueError
-            except ValueError:
-                want = f"a whole number from 1 to {MAX_REL}" if key == "rel" else "a number strictly between 0 and 1"
-                raise EvaluationInputError("--measures", None, f"{key} in {word!r} must be {want}") from None
-        if name == "RBP" and "rel" in kw:
-            kw["binary"] = True
-        spec = MeasureSpec(name, family, int(k) if k is not None else None, **kw)
+        spec = parse_spec(word)
         if spec not in out:
             out.append(spec)
     return out
@@ -156,19 +163,52 @@ def _lookup(vocab: dict[str, int] | None, docids: list[str]) -> tuple[np.ndarray
     return found[hit], hit
 
 
+class AdhocInput:
+    """What the ad hoc measures read: ``grades`` of every ranking ``(runs, topics, depth)``,
+    each topic's relevant grades best first (``ideal``) and highest grade (``max_grade``);
+    the number of relevant documents and the relevant hits per level, computed once each."""
+
+    def __init__(self, grades, judged: list[np.ndarray], ideal, max_grade, qrels: Qrels):
+        self.grades, self.ideal, self.max_grade, self.qrels = grades, ideal, max_grade, qrels
+        self._judged = judged
+        self._num_rel: dict[int, np.ndarray] = {}
+        self._hits: dict[int, np.ndarray] = {}
+
+    @property
+    def top_grade(self) -> int:
+        return int(self.ideal.max()) if self.ideal.size else 0
+
+    def num_rel(self, level: int) -> np.ndarray:
+        if level not in self._num_rel:
+            self._num_rel[level] = np.array([np.count_nonzero(g >= level) for g in self._judged], dtype=np.int64)
+        return self._num_rel[level]
+
+    def hits(self, level: int) -> np.ndarray:
+        if level not in self._hits:
+            self._hits[level] = adhoc.relevant_hits(self.grades, level)
+        return self._hits[level]
+
+
+def _store(out: dict, spec: MeasureSpec, value, where=...) -> None:
+    values = value if isinstance(value, tuple) else (value,)
+    for key, v in zip(spec.keys, values, strict=True):
+        if where is ...:
+            out[key] = v
+        else:
+            out[key][where] = v
+
+
 def _adhoc_values(codes, vocabs, qrels: Qrels, topics, specs) -> dict[str, np.ndarray]:
     n_runs, depth = codes.shape[0], codes.shape[-1]
     grades = np.full((n_runs, len(topics), depth), PAD, dtype=np.int16)
-    levels = sorted({s.rel for s in specs})
-    num_rel = {lv: np.zeros(len(topics), dtype=np.int64) for lv in levels}
+    judged_grades = []
     positives = []
     max_grade = np.zeros(len(topics))
     for j, t in enumerate(topics):
         judged = qrels.judgments[t]
         docids = list(judged)
         g = np.fromiter(judged.values(), dtype=np.int64, count=len(judged))
-        for lv in levels:
-            num_rel[lv][j] = np.count_nonzero(g >= lv)
+        judged_grades.append(g)
         positives.append(np.sort(g[g > 0])[::-1])
         max_grade[j] = g[g >= 0].max() if (g >= 0).any() else 0
         vocab = vocabs[j]
@@ -182,46 +222,54 @@ def _adhoc_values(codes, vocabs, qrels: Qrels, topics, specs) -> dict[str, np.nd
     ideal = np.zeros((len(topics), max((len(p) for p in positives), default=0)), dtype=np.int64)
     for j, p in enumerate(positives):
         ideal[j, : len(p)] = p
+    x = AdhocInput(grades, judged_grades, ideal, max_grade, qrels)
     out: dict[str, np.ndarray] = {}
-    hits = {lv: adhoc.relevant_hits(grades, lv) for lv in levels if any(
-        s.rel == lv and s.name in ("AP", "RR", "Rprec") for s in specs)}
-    if 1 not in hits and any(s.name == "nDCG" and s.cutoff is None for s in specs):
-        hits[1] = adhoc.relevant_hits(grades, 1)
     for s in specs:
-        if s.name == "AP":
-            out[s.key] = adhoc.average_precision(grades, num_rel[s.rel], s.rel, hits=hits[s.rel])
-        elif s.name == "P":
-            out[s.key] = adhoc.precision(grades, s.cutoff, s.rel)
-        elif s.name == "R":
-            out[s.key] = adhoc.recall(grades, num_rel[s.rel], s.cutoff, s.rel)
-        elif s.name == "RR":
-            out[s.key] = adhoc.reciprocal_rank(grades, s.rel, hits=hits[s.rel])
-        elif s.name == "Rprec":
-            out[s.key] = adhoc.r_precision(grades, num_rel[s.rel], s.rel, hits=hits[s.rel])
-        elif s.name == "nDCG":
-            out[s.key] = adhoc.ndcg(grades, ideal, s.cutoff, hits=hits.get(1) if s.cutoff is None else None)
-        elif s.name == "ERR":
-            top = int(ideal.max()) if ideal.size else 0
-            if top > 4:
-                raise EvaluationInputError(
-                    qrels.source, None, f"ERR (as gdeval) allows grades up to 4; the qrels have {top}"
-                )
-            out[s.key] = adhoc.err(grades, s.cutoff)
-        elif s.name == "RBP":
-            value, resid = adhoc.rbp(grades, s.p, max_grade, rel=s.rel if s.binary else None)
-            out[s.keys[0]], out[s.keys[1]] = value, resid
+        _store(out, s, s.measure.compute(x, s))
     return out
 
 
 def _intents(judged: dict) -> list[str]:
-    return sorted(judged, key=topic_sort_key)
+    return sorted(judged, key=natural_key)
+
+
+class NdevalInput:
+    """One topic, as ndeval's measures read it: which intents each ranked document is
+    relevant to (``run_rel``, ``(runs, depth, intents)``), the alpha gains, the ideal gains,
+    the number of intents with a relevant document and relevant documents per intent."""
+
+    def __init__(self, run_rel, binary, docids):
+        self.run_rel = run_rel
+        self.n_intents = int(np.count_nonzero(binary.any(axis=0)))
+        self.n_rel_intent = binary.sum(axis=0)
+        self.ideal = diversity.ideal_gains(binary, np.asarray(docids, dtype=str))
+        self.gains = diversity.alpha_gains(run_rel)
+
+
+class NtcirInput:
+    """One topic, as NTCIREVAL's measures read it: global gains of the ranked and of every
+    judged document, and relevance to the intents that have a relevant document."""
+
+    def __init__(self, run_rel_i, gg_run, gg_docs):
+        self.run_rel_i, self.gg_run, self.gg_docs = run_rel_i, gg_run, gg_docs
+        self._i_rec: dict[int, np.ndarray] = {}
+        self._d_n: dict[int, np.ndarray] = {}
+
+    def intent_recall(self, k: int) -> np.ndarray:
+        if k not in self._i_rec:
+            self._i_rec[k] = ntcir.intent_recall(self.run_rel_i, k)
+        return self._i_rec[k]
+
+    def d_ndcg(self, k: int) -> np.ndarray:
+        if k not in self._d_n:
+            self._d_n[k] = ntcir.d_ndcg(self.gg_run, self.gg_docs, k)
+        return self._d_n[k]
 
 
 def _diversity_values(codes, vocabs, qrels: Qrels, topics, specs, probabilities) -> dict[str, np.ndarray]:
     n_runs = codes.shape[0]
     out = {k: np.zeros((n_runs, len(topics))) for s in specs for k in s.keys}
-    want_ndeval = any(s.family == "ndeval" for s in specs)
-    want_ntcir = any(s.family == "ntcir" for s in specs)
+    by_family = {f: [s for s in specs if s.family == f] for f in ("ndeval", "ntcir")}
     for j, t in enumerate(topics):
         per_intent = qrels.judgments[t]
         intents = _intents(per_intent)
@@ -240,52 +288,17 @@ def _diversity_values(codes, vocabs, qrels: Qrels, topics, specs, probabilities)
         safe = np.where(judged_here, idx, 0)
         binary = grades > 0
         run_rel = binary[safe] & judged_here[..., None]  # (runs, depth, intents)
-        if want_ndeval:
-            n_intents = int(np.count_nonzero(binary.any(axis=0)))
-            n_rel_intent = binary.sum(axis=0)
-            ideal = diversity.ideal_gains(binary, np.asarray(docids, dtype=str))
-            gains = diversity.alpha_gains(run_rel)
-            for s in specs:
-                k = s.cutoff
-                if s.name == "alpha_nDCG":
-                    v = diversity.alpha_ndcg(gains, ideal, k)
-                elif s.name == "alpha_DCG":
-                    v = diversity.alpha_dcg(gains, n_intents, k)
-                elif s.name == "ERR_IA":
-                    v = diversity.err_ia(gains, n_intents, k)
-                elif s.name == "nERR_IA":
-                    v = diversity.nerr_ia(gains, ideal, k)
-                elif s.name == "NRBP":
-                    v = diversity.nrbp(gains, n_intents)
-                elif s.name == "nNRBP":
-                    v = diversity.nnrbp(gains, ideal, n_intents)
-                elif s.name == "AP_IA":
-                    v = diversity.ap_ia(run_rel, n_rel_intent)
-                elif s.name == "P_IA":
-                    v = diversity.precision_ia(run_rel, n_intents, k)
-                elif s.name == "StRecall":
-                    v = diversity.subtopic_recall(run_rel, n_intents, k)
-                else:
-                    continue
-                out[s.key][:, j] = v
-        if want_ntcir:
+        if by_family["ndeval"]:
+            x = NdevalInput(run_rel, binary, docids)
+            for s in by_family["ndeval"]:
+                _store(out, s, s.measure.compute(x, s), (slice(None), j))
+        if by_family["ntcir"]:
             relevant_intents = binary.any(axis=0)
             probs = _probabilities(t, intents, relevant_intents, probabilities, qrels)
             gg_docs = ntcir.global_gains(grades, probs)
-            gg_run = np.where(judged_here, gg_docs[safe], 0.0)
-            run_rel_i = run_rel[..., relevant_intents]
-            for s in specs:
-                if s.family != "ntcir":
-                    continue
-                k = s.cutoff
-                i_rec = ntcir.intent_recall(run_rel_i, k)
-                d_n = ntcir.d_ndcg(gg_run, gg_docs, k)
-                if s.name == "I-rec":
-                    out[s.key][:, j] = i_rec
-                elif s.name == "D-nDCG":
-                    out[s.key][:, j] = d_n
-                else:
-                    out[s.key][:, j] = ntcir.d_sharp_ndcg(i_rec, d_n)
+            x = NtcirInput(run_rel[..., relevant_intents], np.where(judged_here, gg_docs[safe], 0.0), gg_docs)
+            for s in by_family["ntcir"]:
+                _store(out, s, s.measure.compute(x, s), (slice(None), j))
     return out
 
 
@@ -311,14 +324,12 @@ def _probabilities(topic, intents, relevant, given, qrels) -> np.ndarray:
 def check_measures(specs: list[MeasureSpec], qrels_kind: str, probabilities_given: bool = False) -> None:
     """Refuse measures the qrels cannot serve: ad hoc measures need ad hoc qrels, ndeval and
     NTCIREVAL measures diversity qrels; intent probabilities serve only NTCIREVAL's."""
-    families = {s.family for s in specs}
-    if "adhoc" in families and qrels_kind != "adhoc":
-        names = " ".join(s.key for s in specs if s.family == "adhoc")
-        raise EvaluationInputError("--measures", None, f"{names} need ad hoc qrels (--qrels-format adhoc)")
-    if families & {"ndeval", "ntcir"} and qrels_kind != "diversity":
-        names = " ".join(s.key for s in specs if s.family != "adhoc")
-        raise EvaluationInputError("--measures", None, f"{names} need diversity qrels (--qrels-format diversity)")
-    if probabilities_given and "ntcir" not in families:
+    for kind, option in (("adhoc", "ad hoc qrels (--qrels-format adhoc)"),
+                         ("diversity", "diversity qrels (--qrels-format diversity)")):
+        wrong = [s.key for s in specs if s.qrels_kind == kind]
+        if wrong and qrels_kind != kind:
+            raise EvaluationInputError("--measures", None, f"{' '.join(wrong)} need {option}")
+    if probabilities_given and not any(s.family == "ntcir" for s in specs):
         raise EvaluationInputError(
             "--intent-probabilities", None, "only D-nDCG, D#-nDCG and I-rec use intent probabilities"
         )
@@ -333,10 +344,11 @@ def evaluate_runs(
     intent_probabilities: dict[str, dict[str, float]] | None = None,
 ) -> dict:
     """Evaluate every run; returns ``{tag: {"mean": {measure: value}, "per_topic": {topic:
-    {measure: value}}}}`` with topics in :func:`topic_sort_key` order."""
+    {measure: value}}}}`` with topics in natural order (:func:`natural_key`)."""
     check_measures(specs, qrels.kind, intent_probabilities is not None)
     families = {s.family for s in specs}
     topics = qrels.topics
+    external = [s for s in specs if s.family == fallback.FAMILY]
     index = {t: i for i, t in enumerate(runset.topics)}
     n_runs, depth = runset.codes.shape[0], runset.codes.shape[-1]
     has = np.zeros((n_runs, len(topics)), dtype=bool)
@@ -365,16 +377,21 @@ def evaluate_runs(
             part.update(_adhoc_values(codes, vocabs, qrels, names, [s for s in specs if s.family == "adhoc"]))
         if families & {"ndeval", "ntcir"}:
             part.update(_diversity_values(
-                codes, vocabs, qrels, names, [s for s in specs if s.family != "adhoc"], intent_probabilities
+                codes, vocabs, qrels, names, [s for s in specs if s.family in ("ndeval", "ntcir")],
+                intent_probabilities,
             ))
         for key, v in part.items():
             values[key][:, start:start + len(names)] = v
+    if external:
+        values.update(fallback.evaluate(runset, qrels, external, topics))
     result = {}
     for r, tag in enumerate(runset.tags):
         chosen = np.nonzero(mask[r])[0]
         if not len(chosen):
             raise EvaluationInputError(runset.sources[r], None, f"no topic of run {tag!r} is in the qrels")
         mean = {k: float(values[k][r, chosen].mean()) for k in keys}
+        for s in external:
+            mean[s.key] = fallback.aggregate(s, values[s.key][r, chosen].tolist())
         columns = [values[k][r, chosen].tolist() for k in keys]
         per_topic = {topics[j]: dict(zip(keys, row)) for j, row in zip(chosen.tolist(), zip(*columns))}
         result[tag] = {"mean": mean, "per_topic": per_topic}

@@ -25,6 +25,7 @@ import pandas as pd
 
 from common import fileio
 from common.columns import Unsure, read_columns
+from crowd.naturalsort import natural_key  # the one natural order of ids (plain Python)
 
 __all__ = [
     "EvaluationInputError",
@@ -39,7 +40,7 @@ __all__ = [
     "read_run_file",
     "read_qrels",
     "read_intent_probabilities",
-    "topic_sort_key",
+    "natural_key",
 ]
 
 #: grade of a retrieved document absent from the qrels (trec_eval's RELVALUE_NONPOOL)
@@ -58,14 +59,10 @@ class EvaluationInputError(ValueError):
 
     def __init__(self, where, line: int | None, message: str):
         self.path = str(where)
+        self.message = message
         self.line = line
         loc = f"{where}, line {line}" if line is not None else str(where)
         super().__init__(f"{loc}: {message}")
-
-
-def topic_sort_key(topic: str):
-    """Numeric topics in numeric order, then the others as strings (``9`` before ``10``)."""
-    return (0, int(topic), topic) if topic.isdigit() else (1, 0, topic)
 
 
 def _lines(path: str | Path) -> Iterable[tuple[int, list[str]]]:
@@ -84,9 +81,10 @@ def _lines(path: str | Path) -> Iterable[tuple[int, list[str]]]:
 class RunSet:
     """Several runs as padded arrays (see the module docstring).
 
-    ``topics`` are sorted with :func:`topic_sort_key`; ``vocab[t]`` is the sorted array of
-    docids of topic ``t`` and ``vocab_index[t]`` maps them to codes; ``lengths[r, t]`` is the number of documents run ``r`` ranked
-    for topic ``t`` (0: the topic is absent from that run)."""
+    ``topics`` are in natural order (:func:`natural_key`: ``UQV100.2`` before ``UQV100.10``);
+    ``vocab[t]`` is the sorted array of docids of topic ``t`` and ``vocab_index[t]`` maps them
+    to codes; ``lengths[r, t]`` is the number of documents run ``r`` ranked for topic ``t``
+    (0: the topic is absent from that run)."""
 
     tags: list[str]
     sources: list[str]
@@ -109,7 +107,7 @@ class RunSet:
                     source, None, f"run tag {tag!r} is also the tag of {seen[tag]}; tags must differ"
                 )
             seen[tag] = source
-        topics = sorted({t for _, _, per in runs for t in per}, key=topic_sort_key)
+        topics = sorted({t for _, _, per in runs for t in per}, key=natural_key)
         n_runs, n_topics = len(runs), len(topics)
         lengths = np.zeros((n_runs, n_topics), dtype=np.int64)
         for r, (_, _, per) in enumerate(runs):
@@ -164,7 +162,7 @@ class RunSet:
             st_size.append(np.diff(np.append(start, n)))
             offset += n
         total = offset
-        topics = sorted({b.decode("utf-8") for b in st_values}, key=topic_sort_key)
+        topics = sorted({b.decode("utf-8") for b in st_values}, key=natural_key)
         position = {name.encode("utf-8"): i for i, name in enumerate(topics)}
         n_runs, n_topics = len(runs), len(topics)
         st_topic = np.array([position[v] for v in st_values], dtype=np.int64)
@@ -534,7 +532,7 @@ class Qrels:
 
     @property
     def topics(self) -> list[str]:
-        return sorted(self.judgments, key=topic_sort_key)
+        return sorted(self.judgments, key=natural_key)
 
 
 def _stretches(*keys: np.ndarray) -> np.ndarray:

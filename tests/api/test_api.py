@@ -67,6 +67,10 @@ def test_topics_by_natural_key_with_dotted_ids(data, api):
     listed = api().get("/api/topic-sets/UQV/topics/").json()
     assert [t["topic_id"] for t in listed["results"]] == list(TOPICS)
     assert api().get("/api/topic-sets/UQV/").json()["answers_count"] == 2 * (1 + 2)
+    from crowd.models import TopicSet
+
+    TopicSet.objects.create(name="empty")
+    assert api().get("/api/topic-sets/empty/").json()["answers_count"] == 0  # not null
     variants = api().get("/api/topic-sets/UQV/variants/?topic=UQV100.001").json()["results"]
     assert [(v["raw"], v["count"]) for v in variants] == [("cheap flights", 1), ("Cheap flights to Paris", 2)]
 

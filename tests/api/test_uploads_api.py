@@ -30,7 +30,7 @@ def _file(name: str, text: str) -> SimpleUploadedFile:
 
 
 def _post(client, path, fields, django_capture_on_commit_callbacks):
-    with mock.patch("uploads.services._upload_wake") as wake:
+    with mock.patch("jobs.registry.wake") as wake:
         with django_capture_on_commit_callbacks(execute=True):
             response = client.post(path, fields, format="multipart")
     return response, wake
@@ -52,7 +52,7 @@ def test_a_topics_file_is_recorded_queued_and_imported(api, django_capture_on_co
     assert row.params == {"topic_set": "fruit", "format": "tsv", "ids": "given",
                           "encoding": "utf-8", "replace": False}
     assert row.created_by == "organiser"
-    wake.assert_called_once_with(row.pk)  # after commit, as the pages do
+    wake.assert_called_once_with("upload", row.pk)  # after commit, as the pages do
     assert not Topic.objects.exists()  # nothing imported before the worker runs
 
     upload_run(row.pk)  # what the worker's task does with that id
@@ -108,7 +108,7 @@ def test_fields_are_checked_before_anything_is_kept(data, api, settings):
     staff = api("staff")
 
     def post(path, **fields):
-        with mock.patch("uploads.services._upload_wake") as wake:
+        with mock.patch("jobs.registry.wake") as wake:
             response = staff.post(path, fields, format="multipart")
         wake.assert_not_called()
         assert response.status_code == 400, response.content

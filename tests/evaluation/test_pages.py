@@ -241,7 +241,7 @@ def test_reconciler_requeues_a_dead_workers_analysis_and_wakes_a_lost_message(sm
 
     from django.utils import timezone
 
-    from evaluation.tasks import analyses_reconcile_task
+    from jobs.tasks import reconcile_all_task
 
     params = {"topic_set": "small", "judgments": "nist", "measure": "P@2", "model": "bm25", "decompose": False}
     lost = services.analysis_create("variability", params)
@@ -251,8 +251,8 @@ def test_reconciler_requeues_a_dead_workers_analysis_and_wakes_a_lost_message(sm
     Analysis.objects.filter(pk=dead.pk).update(status="running", holder="elsewhere:1", attempts=1,
                                                lease_expires=long_ago)
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
-        counts = analyses_reconcile_task()
-    assert counts == {"requeued": 1, "failed": 0, "woken": 1} and len(callbacks) == 2
+        counts = reconcile_all_task()
+    assert counts["analyses"] == {"requeued": 1, "failed": 0, "woken": 1} and len(callbacks) == 2
     dead.refresh_from_db()
     assert dead.status == "queued" and "expired" in dead.error
     assert _run(dead).status == "done"

@@ -127,8 +127,11 @@ def test_every_form_needs_its_csrf_token(setup):
     boss = signed_in(users["boss"], enforce_csrf_checks=True)
     page = boss.get("/judging/manage/ab/").content.decode()
     assert 'id="publish-form"' in page
-    assert page.count('method="post"') == page.count('name="csrfmiddlewaretoken"') == 3
+    assert 'id="stop-form"' in page
+    assert page.count('method="post"') == page.count('name="csrfmiddlewaretoken"') == 4
     assert boss.post("/judging/manage/ab/publish/", {}).status_code == 403
+    assert boss.post("/judging/manage/ab/stop/", {"rule": "knee"}).status_code == 403
+    assert boss.post("/judging/manage/ab/resume/", {"topic": "1"}).status_code == 403
     assert boss.post("/judging/manage/ab/collection/", {"collection": "x"}).status_code == 403
     worker = Client(enforce_csrf_checks=True)
     worker.get(f"/judging/w/{crowd.study.slug}/?PROLIFIC_PID=abc123")

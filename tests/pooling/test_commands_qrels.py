@@ -198,3 +198,22 @@ def test_bad_files_are_errors_with_file_and_line_not_tracebacks(tmp_path):
                        match=r"big\.txt, line 1: relevance '4294967296' is too large"):
         _import(big, "--format", "adhoc", "--name", "big")
     assert Qrels.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_import_smart_and_cranqrel_files(shared_data):
+    small = shared_data / "small-corpora"
+    call_command("import_qrels", str(small / "cacm" / "qrels.text"), "--format", "smart",
+                 "--id-map", "strip-zeros", "--name", "cacm-smart", stdout=StringIO())
+    q = Qrels.objects.get(name="cacm-smart")
+    lines = [ln for ln in open(small / "cacm" / "cacm.qrels") if ln.strip()]
+    assert q.format == "adhoc" and q.judgments_count == len(lines)
+    call_command("import_qrels", str(small / "cranfield" / "cranqrel"), "--format", "cranqrel",
+                 "--name", "cran", stdout=StringIO())
+    cran = Qrels.objects.get(name="cran")
+    assert cran.format == "adhoc" and cran.judgments_count == 1837
+    assert set(QrelsJudgment.objects.filter(qrels=cran).values_list("grade", flat=True)) == {
+        0, 1, 2, 3, 4}
+    with pytest.raises(CommandError, match="--format smart"):
+        call_command("import_qrels", str(small / "cacm" / "qrels.text"), "--format", "adhoc",
+                     "--name", "x", stdout=StringIO())

@@ -278,3 +278,28 @@ def test_failed_write_leaves_no_file(tmp_path):
     assert list(tmp_path.iterdir()) == []
     write_qrels(out, [AdhocQrel("1", "0", "d1", 1)])
     assert out.read_text() == "1 0 d1 1\n"
+
+
+def test_smart_and_cranqrel_files_of_the_small_corpora(shared_data, tmp_path):
+    """CACM's qrels.text is CACM's cacm.qrels in SMART form; CISI's .REL reads the same
+    way; Cranfield's cranqrel is graded 5 - code, -1 (no interest) 0."""
+    cacm = shared_data / "small-corpora" / "cacm"
+    smart = read_qrels(cacm / "qrels.text", "smart", id_map="strip-zeros")
+    trec = read_qrels(cacm / "cacm.qrels", "adhoc", id_map="strip-zeros")
+    assert ({(r.topic_id, r.docid, r.rel) for _, r in smart}
+            == {(r.topic_id, r.docid, r.rel) for _, r in trec})
+    cisi = read_qrels(shared_data / "small-corpora" / "cisi" / "CISI.REL", "smart")
+    assert cisi[0][1] == AdhocQrel("1", "0", "28", 1) and len(cisi) > 3000
+    cran = shared_data / "small-corpora" / "cranfield" / "cranqrel"
+    got = {(r.topic_id, r.docid): r.rel for _, r in read_qrels(cran, "cranqrel")}
+    raw = [line.split() for line in cran.read_text().splitlines() if line.strip()]
+    assert len(got) == len(raw) == 1837
+    for q, d, code in raw:
+        assert got[(q, d)] == (5 - int(code) if 1 <= int(code) <= 4 else 0)
+    bad = tmp_path / "bad.rel"
+    bad.write_text("1 184 2\n1 29 x\n")
+    with pytest.raises(QrelsFormatError, match=r"bad.rel, line 2: .*relevance code"):
+        read_qrels(bad, "cranqrel")
+    with pytest.raises(QrelsFormatError, match=r"bad.rel, line 1: expected 4 fields, got 3.*"
+                                               r"--format cranqrel"):
+        read_qrels(bad, "adhoc")

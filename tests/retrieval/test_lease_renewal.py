@@ -8,7 +8,7 @@ from django.db import connection
 
 from crowd.models import TopicSet
 from pooling.models import Pool
-from retrieval import leases
+from jobs import leases
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -15,10 +15,12 @@ from django.utils import timezone
 
 from crowd.models import Topic, TopicSet
 from pooling.models import Pool
-from pooling.services import pool_build, pool_create, pools_reconcile
-from retrieval import leases, services
+from jobs import leases
+from jobs.services import reconcile_all
+from pooling.services import pool_build, pool_create
+from retrieval import services
 from retrieval.models import Collection, Run, RunChunk
-from retrieval.services import chunk_fail, chunk_retrieve, chunks_reconcile, run_create
+from retrieval.services import chunk_fail, chunk_retrieve, run_create
 
 pytestmark = pytest.mark.django_db
 
@@ -30,6 +32,15 @@ def _dead_pid() -> int:
 
 
 HOST = socket.gethostname()
+
+
+def chunks_reconcile() -> leases.Reconciled:
+    """One pass of the reconciler over every kind; what it did to the chunks."""
+    return reconcile_all(origin="command")["chunks"]
+
+
+def pools_reconcile() -> leases.Reconciled:
+    return reconcile_all(origin="command")["pools"]
 
 
 @pytest.fixture
@@ -164,10 +175,16 @@ def test_run_counters_are_recounted_from_rows(run):
     assert (run.status, run.completed, run.tasks_done, run.tasks_total) == ("queued", 0, 0, 2)
 
 
-def test_jobs_json_lists_runs_and_pools(run):
+def test_jobs_json_lists_runs_pools_analyses_and_uploads(run):
+    from evaluation.models import Analysis
+    from uploads.models import Upload
+
     ts = TopicSet.objects.get(name="ts")
     pool = Pool.objects.create(name="p", topic_set=ts, sources="systems", depth=10,
                                status="failed", error="No system runs.")
+    analysis = Analysis.objects.create(kind="evaluate", status="running", progress=0.5)
+    upload = Upload.objects.create(kind="topics", filename="t.tsv", path="x", status="failed",
+                                   error="t.tsv, line 3: empty topic id")
     out = io.StringIO()
     call_command("jobs", "--json", stdout=out)
     assert json.loads(out.getvalue()) == {
@@ -175,6 +192,10 @@ def test_jobs_json_lists_runs_and_pools(run):
                   "source": "titles", "state": "queued", "done": 0, "total": 4,
                   "error": ""}],
         "pools": [{"id": pool.id, "name": "p", "state": "failed", "error": "No system runs."}],
+        "analyses": [{"id": analysis.id, "kind": "evaluate", "state": "running",
+                      "progress": 0.5, "error": ""}],
+        "uploads": [{"id": upload.id, "kind": "topics", "filename": "t.tsv", "state": "failed",
+                     "progress": 0.0, "error": "t.tsv, line 3: empty topic id"}],
     }
     _hold(_chunk(run), "elsewhere:77", expires_in=20)
     out = io.StringIO()
@@ -183,6 +204,9 @@ def test_jobs_json_lists_runs_and_pools(run):
     assert f"run {run.id}: queued 0/4 queries, chunks 0/2 done" in text
     assert "chunk 0 attempt 1: elsewhere:77 (expires in" in text
     assert "pool" in text and "error: No system runs." in text
+    assert f"analysis {analysis.id} evaluate: running 50%" in text
+    assert f"upload {upload.id} topics t.tsv: failed" in text
+    assert "error: t.tsv, line 3: empty topic id" in text
 
 
 def test_recover_command_says_what_it_did(run, django_capture_on_commit_callbacks):
@@ -266,7 +290,7 @@ def test_docid_cache_full_starts_again_without_losing_ids(monkeypatch):
 def test_a_lease_is_renewed_while_the_work_runs(settings, monkeypatch):
     settings.JOB_LEASE_SECONDS = 3  # renewed every second
     woken = []
-    monkeypatch.setattr("pooling.services._pool_wake", woken.append)  # commits for real
+    monkeypatch.setattr("jobs.registry.wake", lambda kind, pk: woken.append((kind, pk)))
     ts = TopicSet.objects.create(name="lease")
     pool = Pool.objects.create(name="lease", topic_set=ts, sources="systems", depth=10)
     me = leases.claim(Pool, pool.pk)
@@ -279,4 +303,4 @@ def test_a_lease_is_renewed_while_the_work_runs(settings, monkeypatch):
     # past its lease without renewal, another host's holder loses it
     Pool.objects.filter(pk=pool.pk).update(holder="elsewhere:1")
     time.sleep(3.2)
-    assert pools_reconcile().requeued == [pool.pk] and woken == [pool.pk]
+    assert pools_reconcile().requeued == [pool.pk] and woken == [("pool", pool.pk)]

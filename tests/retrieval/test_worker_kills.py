@@ -156,7 +156,7 @@ def test_a_chunk_past_its_hard_time_limit_does_not_stay_running(redis_worker, se
     worker = redis_worker(JOB_MAX_ATTEMPTS="2")
     Topic.objects.filter(topic_set__name="cacm").exclude(topic_id__in=["1", "2"]).delete()
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(chunk_retrieve_task, "delay", lambda *a, **k: None)  # no wake-up yet
+        mp.setattr("jobs.registry.wake", lambda *a, **k: None)  # no wake-up yet
         run = _runs("bm25", depth=1000)
     (chunk,) = RunChunk.objects.filter(run=run)
     # soft and hard limits of 1 s: a fresh child starts its JVM (seconds, in C code), the

@@ -1,8 +1,30 @@
-"""python manage.py import_topics PATH --format {tsv,smart,trec,webxml} --topic-set NAME"""
+"""python manage.py import_topics PATH --format {tsv,smart,trec,webxml} --topic-set NAME
+python manage.py import_topics --ir-datasets ID --topic-set NAME"""
 from django.core.management.base import BaseCommand, CommandError
 
+from common import irdatasets
 from crowd.services import ImportRejected, topics_import
-from crowd.topicfiles import TOPIC_FORMATS, ParseError, iter_topics
+from crowd.topicfiles import (TOPIC_FORMATS, ParseError, TopicRecord, iter_topics, text_check,
+                              topic_id_check)
+
+
+def irds_topics(dataset_id: str):
+    """Topics of an ir_datasets dataset's queries: title (else the query text), description
+    (else the text), narrative, and the statement the trec format gives (description, then
+    narrative)."""
+    source = f"ir_datasets:{dataset_id}"
+    for n, (qid, f) in enumerate(irdatasets.queries(dataset_id), 1):
+        text = f.get("text") or f.get("query") or ""
+        title = f.get("title") or text
+        description = f.get("description") or text
+        narrative = f.get("narrative") or ""
+        for value, what in ((title, "title"), (description, "description"),
+                            (narrative, "narrative")):
+            text_check(value, what, source, n)
+        statement = "\n\n".join(v for v in (description, narrative) if v)
+        yield TopicRecord(topic_id=topic_id_check(qid, source, n), title=title,
+                          description=description, narrative=narrative,
+                          statements=(statement,) if statement else (), source=source, line=n)
 
 
 class Command(BaseCommand):
@@ -11,12 +33,16 @@ class Command(BaseCommand):
         "set, all or nothing. Formats: tsv (id, statement[, title]; comma-separated for "
         ".csv), smart (.I/.W query files), trec (<top> blocks; statement = description "
         "then narrative), webxml (TREC Web track topics with subtopics as intents). "
-        ".gz files are read directly."
+        ".gz files are read directly. --ir-datasets ID reads the queries of an ir_datasets "
+        "dataset from its local cache instead of a file."
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("path")
-        parser.add_argument("--format", required=True, choices=TOPIC_FORMATS, dest="fmt")
+        parser.add_argument("path", nargs="?")
+        parser.add_argument("--format", choices=TOPIC_FORMATS, dest="fmt",
+                            help="the file's format (needed with PATH)")
+        parser.add_argument("--ir-datasets", metavar="ID", dest="irds",
+                            help="an ir_datasets dataset id (e.g. cranfield) instead of PATH")
         parser.add_argument("--topic-set", required=True, dest="topic_set")
         parser.add_argument("--encoding", default="utf-8",
                             help="text encoding of the file (default utf-8; e.g. latin-1); "
@@ -35,11 +61,19 @@ class Command(BaseCommand):
             "their query variants are kept); without it such ids are an error",
         )
 
-    def handle(self, *args, path, fmt, topic_set, encoding, ids, replace, **options):
+    def handle(self, *args, path, fmt, topic_set, encoding, ids, replace, irds, **options):
+        if bool(path) == bool(irds):
+            raise CommandError("give a topic file (PATH --format F) or --ir-datasets ID")
+        if path and not fmt:
+            raise CommandError("--format is needed with a topic file")
         try:
-            records = iter_topics(path, fmt, ids=ids, encoding=encoding)
+            if irds:
+                records = irds_topics(irds)
+                path = f"ir_datasets dataset {irds}"
+            else:
+                records = iter_topics(path, fmt, ids=ids, encoding=encoding)
             result = topics_import(topic_set, records, replace=replace, merge_rows=fmt == "tsv")
-        except (ParseError, ImportRejected) as exc:
+        except (ParseError, ImportRejected, irdatasets.IrDatasetsError) as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write(
             f"{topic_set}: {result['created']} topic(s) created, "

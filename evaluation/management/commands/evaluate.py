@@ -8,13 +8,15 @@ from evaluation import evaluate_selectors
 from evaluation.measures import (EvaluationInputError, RunSet, evaluate_runs, parse_measures,
                                  read_intent_probabilities, read_qrels, read_runs)
 from evaluation.measures.engine import check_measures
+from evaluation.measures.registry import measure_names
 from evaluation.measures.runs import ORDERS, read_run_file
 
 
 class Command(ManifestMixin, BaseCommand):
-    help = ("Score run files with ad hoc (AP, nDCG@k, P@k, R@k, RR, Rprec, ERR@k, RBP(p=…)), "
-            "ndeval diversity (alpha_nDCG@k, ERR_IA@k, nERR_IA@k, alpha_DCG@k, NRBP, nNRBP, AP_IA, "
-            "P_IA@k, StRecall@k) and NTCIREVAL (D-nDCG@k, D#-nDCG@k, I-rec@k) measures.")
+    help = ("Score run files with ad hoc (" + measure_names("adhoc") + "), ndeval diversity ("
+            + measure_names("ndeval") + ") and NTCIREVAL (" + measure_names("ntcir") + ") measures; "
+            "any other measure ir_measures computes here (e.g. Judged@10, infAP, Bpref, SetF) goes "
+            "through ir_measures, and a note after the values says so.")
 
     def add_arguments(self, parser):
         parser.add_argument("--run", action="append", default=[], metavar="PATH",

@@ -30,6 +30,9 @@ class Command(BaseCommand):
         parser.add_argument("--assessors", default="", help="comma-separated; empty = open")
         parser.add_argument("--per-topic", type=int, default=None,
                             help="only each topic's first N documents (required in user mode)")
+        parser.add_argument("--stop", default="",
+                            help="stop a topic when the rule fires: recall:TARGET:CONFIDENCE "
+                                 "(e.g. recall:0.9:0.95) or knee; default: judge everything")
 
     def handle(self, *args, **o):
         try:
@@ -38,7 +41,8 @@ class Command(BaseCommand):
                 pool=pool, name=o["name"], mode=o["mode"], scale=o["scale"],
                 custom_grades=o["grades"], redundancy=o["redundancy"], order=o["order"],
                 batch=o["batch"], lease_minutes=o["lease_minutes"],
-                assessors=o["assessors"].split(","), per_topic=o["per_topic"])
+                assessors=o["assessors"].split(","), per_topic=o["per_topic"],
+                stop_rule=o["stop"])
         except ValueError as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write(

@@ -1,8 +1,13 @@
-"""Import a TREC qrels file (ad hoc or diversity)."""
+"""Import a TREC qrels file (ad hoc or diversity), or the qrels of an ir_datasets dataset."""
+import tempfile
+from pathlib import Path
+
 from django.core.management.base import BaseCommand, CommandError
 
+from common import irdatasets
+
 from pooling import services
-from pooling.qrelsio import ID_MAPS
+from pooling.qrelsio import ID_MAPS, QRELS_FORMATS
 
 
 class Command(BaseCommand):
@@ -10,12 +15,19 @@ class Command(BaseCommand):
         "Import relevance judgments: adhoc 'topic iter docid rel' or diversity "
         "'topic subtopic docid rel' (.gz accepted). All or nothing: a malformed line, a "
         "second grade for the same judgment, or a file in another format (e.g. SMART "
-        "'query docid 0 0') is an error naming the line(s)."
+        "'query docid 0 0') is an error naming the line(s). --ir-datasets ID reads the "
+        "qrels of an ir_datasets dataset from its local cache instead of a file."
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("path")
-        parser.add_argument("--format", required=True, choices=["adhoc", "diversity"])
+        parser.add_argument("path", nargs="?")
+        parser.add_argument("--format", choices=QRELS_FORMATS, default=None,
+                            help="needed with PATH: adhoc, diversity, smart ('query docid …', "
+                                 "each listed pair relevant: CACM's qrels.text, CISI/ADI .REL) "
+                                 "or cranqrel (Cranfield's 'query docid code', graded 5 - "
+                                 "code); ir_datasets qrels are adhoc")
+        parser.add_argument("--ir-datasets", metavar="ID", dest="irds",
+                            help="an ir_datasets dataset id (e.g. cranfield) instead of PATH")
         parser.add_argument("--name", required=True,
                             help="at most 100 characters, no spaces, '/' or '..'")
         parser.add_argument("--topic-set", dest="topic_set", default=None,
@@ -27,10 +39,24 @@ class Command(BaseCommand):
                             help="text encoding of the file (default utf-8; e.g. latin-1)")
 
     def handle(self, *args, **o):
+        if bool(o["path"]) == bool(o["irds"]):
+            raise CommandError("give a qrels file (PATH --format F) or --ir-datasets ID")
+        if o["path"] and not o["format"]:
+            raise CommandError("--format is needed with a qrels file")
         try:
-            qrels = services.qrels_import(
-                o["path"], format=o["format"], name=o["name"], topic_set_name=o["topic_set"],
-                id_map=o["id_map"], encoding=o["encoding"])
+            if o["irds"]:
+                with tempfile.TemporaryDirectory(prefix="irds-qrels-") as tmp:
+                    path = Path(tmp) / f"{o['irds'].replace('/', '_')}.qrels"
+                    with open(path, "w", encoding="utf-8") as fh:
+                        for topic, iteration, docid, grade in irdatasets.qrels(o["irds"]):
+                            fh.write(f"{topic} {iteration} {docid} {grade}\n")
+                    qrels = services.qrels_import(
+                        path, format="adhoc", name=o["name"], topic_set_name=o["topic_set"],
+                        id_map=o["id_map"])
+            else:
+                qrels = services.qrels_import(
+                    o["path"], format=o["format"], name=o["name"],
+                    topic_set_name=o["topic_set"], id_map=o["id_map"], encoding=o["encoding"])
         except ValueError as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write(f"imported {qrels.judgments_count} judgments as qrels {qrels.name!r}")

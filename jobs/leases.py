@@ -1,6 +1,7 @@
 """Leases on units of work: the database is the ledger, the broker only carries wake-ups.
 
-A unit of work (a retrieval chunk, a pool build) is a row with ``status`` (queued,
+A unit of work (a retrieval chunk, a pool build, an analysis, an upload; every model
+built on :class:`jobs.models.LeasedJob`) is a row with ``status`` (queued,
 running, done, failed), ``attempts`` (how often it was claimed), ``holder`` (``host:pid``
 of the process working on it), ``lease_expires``, ``woken`` / ``wakeups`` (when a wake-up
 message was last sent, and how many were) and ``error``.
@@ -9,6 +10,9 @@ message was last sent, and how many were) and ``error``.
   running one whose holder is gone (its lease expired, or it names a process of this host
   that no longer exists). A second delivery of a finished unit, or of one a live process
   holds, claims nothing, so every task is idempotent under duplicate delivery.
+- :func:`held` locks the unit's row inside the transaction that commits its result and
+  says whether this claim still holds it: a worker whose lease was taken over (expired,
+  re-queued, claimed again) discards its result instead of committing it.
 - :func:`renewing` renews the lease every third of ``JOB_LEASE_SECONDS`` while the work
   runs, from a thread, so only a dead or stuck holder lets it expire.
 - :func:`release` ends a claim that raised: failed with the message, or queued again when
@@ -67,6 +71,39 @@ def failure_sentence(exc: BaseException, *, stopped: str, again: str) -> str:
             f"{again}; if it fails the same way, report this message.")
 
 
+class Holder(str):
+    """A claim: the holder name (``host:pid``) and the attempt it was granted as. Threads
+    of one process share a name, so the attempt tells a claim from the one that took it
+    over."""
+
+    attempt: int
+
+    def __new__(cls, name: str, attempt: int) -> "Holder":
+        self = super().__new__(cls, name)
+        self.attempt = attempt
+        return self
+
+
+def _mine(model, pk, holder: str):
+    """The unit ``pk`` while ``holder`` (and, for a :class:`Holder`, its attempt) runs it."""
+    rows = model.objects.filter(pk=pk, holder=holder, status=RUNNING)
+    attempt = getattr(holder, "attempt", None)
+    return rows if attempt is None else rows.filter(attempts=attempt)
+
+
+def held(model, pk, holder: str) -> bool:
+    """Lock unit ``pk`` and say whether ``holder`` still runs it. Call it inside the
+    transaction that commits the unit's result and its done mark: the lock keeps a
+    reconciler or another claim from taking the unit over until that commits, so a result
+    is committed only while its lease is held, and only once."""
+    if not transaction.get_connection().in_atomic_block:
+        raise RuntimeError("leases.held() locks the row until commit: call it inside "
+                           "transaction.atomic()")
+    # no ordering: a model ordered by a foreign key would join (and lock) the parent row too
+    return bool(list(_mine(model, pk, holder).order_by().select_for_update(of=("self",))
+                     .values_list("pk", flat=True)))
+
+
 def holder_name() -> str:
     """This process as a lease holder: ``host:pid``."""
     return f"{socket.gethostname()}:{os.getpid()}"
@@ -108,9 +145,10 @@ def _lost(row: dict, now) -> str:
     return ""
 
 
-def claim(model, pk, *, now=None) -> str | None:
-    """Take unit ``pk`` of ``model`` for this process; returns the holder name, or None
-    when there is nothing to do (finished, failed, held by a live process, or given up)."""
+def claim(model, pk, *, now=None) -> Holder | None:
+    """Take unit ``pk`` of ``model`` for this process; returns the claim (the holder name
+    and its attempt), or None when there is nothing to do (finished, failed, held by a
+    live process, or given up)."""
     now = now or timezone.now()
     row = (model.objects.filter(pk=pk)
            .values("status", "holder", "lease_expires", "attempts").first())
@@ -128,7 +166,7 @@ def claim(model, pk, *, now=None) -> str | None:
         pk=pk, status=row["status"], holder=row["holder"], attempts=row["attempts"]
     ).update(status=RUNNING, holder=me, attempts=row["attempts"] + 1,
              lease_expires=now + timedelta(seconds=lease_seconds()))
-    return me if won else None
+    return Holder(me, row["attempts"] + 1) if won else None
 
 
 def _give_up(model, pk, row, reason: str) -> bool:
@@ -141,8 +179,7 @@ def _give_up(model, pk, row, reason: str) -> bool:
 def renew(model, pk, holder: str) -> bool:
     """Extend the lease; False when this holder no longer holds the unit."""
     until = timezone.now() + timedelta(seconds=lease_seconds())
-    return bool(model.objects.filter(pk=pk, holder=holder, status=RUNNING)
-                .update(lease_expires=until))
+    return bool(_mine(model, pk, holder).update(lease_expires=until))
 
 
 class Renewal:
@@ -199,7 +236,7 @@ def release(model, pk, holder: str, message: str, *, retry: bool) -> bool:
     the next wake-up) or failed with ``message``. A unit finished meanwhile by another
     delivery, or taken over, is left as it is."""
     now = timezone.now()
-    mine = model.objects.filter(pk=pk, holder=holder, status=RUNNING)
+    mine = _mine(model, pk, holder)
     if retry:
         return bool(mine.update(status=QUEUED, holder="", lease_expires=None, woken=now,
                                 error=f"will retry: {message}"[:ERROR_MAX]))

@@ -1,0 +1,28 @@
+"""Evaluation's kind of job for the ledger (jobs.registry): an analysis."""
+from __future__ import annotations
+
+from jobs.registry import JobKind, lease_text
+
+
+def _lines(a: dict) -> list[str]:
+    progress = f" {a['progress']:.0%}" if a["state"] == "running" else ""
+    out = [f"analysis {a['id']} {a['kind']}: {a['state']}{progress}"
+           + (f" (by {a['created_by']})" if a["created_by"] else "")]
+    if a["holder"]:
+        out.append(f"  attempt {a['attempts']}: {lease_text(a['holder'], a['expires'])}")
+    if a["error"]:
+        out.append(f"  error: {a['error']}")
+    return out
+
+
+def kind() -> JobKind:
+    from .models import Analysis
+    from .selectors import analysis_job_list
+    from .services import analyses_reconciled
+
+    return JobKind(
+        name="analysis", plural="analyses", model=Analysis,
+        task="evaluation.tasks.analysis_run_task",
+        listing_key="analyses", listing=analysis_job_list,
+        json_fields=("id", "kind", "state", "progress", "error"),
+        lines=_lines, reconciled=analyses_reconciled)

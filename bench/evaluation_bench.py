@@ -11,8 +11,9 @@ is not trec_eval's tie order: the evaluator has to reorder every tie.
 Ten measures: AP, nDCG, nDCG@10, nDCG@20, P@5, P@10, P@20, RR, Rprec, R@100 (trec_eval's
 map, ndcg, ndcg_cut.10,20, P.5,10,20, recip_rank, Rprec, recall.100).
 
-Timed (wall clock; evaluation: one warm-up call of each tool, then --repeat rounds in which
-each tool runs once in turn, best and median reported; parsing: one run of each):
+Timed (wall clock; parsing and evaluation alike: one warm-up call of each tool, then
+--repeat rounds in which each tool runs once in turn, best and median reported; the
+end-to-end figure adds the best parse and the best evaluation of each tool):
 
 - parse: each tool reading the same files into its own input form (ours: read_runs +
   read_qrels into code arrays; pytrec_eval: parse_run / parse_qrel into dicts; ir_measures
@@ -89,17 +90,6 @@ def write_data(folder: Path, runs: int, topics: int, depth: int, seed: int,
     return paths, qrels_path
 
 
-def timed(fn, repeat: int, warm_up: bool = True):
-    if warm_up:  # the same for every tool
-        fn()
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t0)
-    return out, {"best_s": min(times), "median_s": statistics.median(times), "runs_s": times}
-
-
 def interleaved(fns, repeat: int):
     """Time several tools alike: one warm-up call each, then ``repeat`` rounds in which each
     tool runs once in turn (so a busy machine slows every tool, not just one)."""
@@ -149,9 +139,10 @@ def main() -> None:
                     out.append(pytrec_eval.parse_run(f))
             return out, qrels
 
-        # parsing is timed once per tool, without warm-up (the files are in the page cache)
-        (runset, qrels), t_parse_ours = timed(parse_ours, 1, warm_up=False)
-        (py_runs, py_qrels), t_parse_py = timed(parse_pytrec, 1, warm_up=False)
+        # parsing is timed like evaluation: one warm-up call each (which also brings the
+        # files into the page cache), then --repeat rounds in which each tool parses in turn
+        ((runset, qrels), t_parse_ours), ((py_runs, py_qrels), t_parse_py) = interleaved(
+            [parse_ours, parse_pytrec], args.repeat)
 
     def eval_ours():
         return evaluate_runs(runset, qrels, specs)
@@ -188,6 +179,12 @@ def main() -> None:
                  "tied_neighbours": tied, "measures": OURS.split()},
         "parse": {"ours": t_parse_ours, "pytrec_eval": t_parse_py,
                   "ratio_pytrec_eval_over_ours": t_parse_py["best_s"] / t_parse_ours["best_s"]},
+        "end_to_end": {
+            "ours_s": t_parse_ours["best_s"] + t_ours["best_s"],
+            "pytrec_eval_s": t_parse_py["best_s"] + t_py["best_s"],
+            "ratio_pytrec_eval_over_ours": (t_parse_py["best_s"] + t_py["best_s"])
+            / (t_parse_ours["best_s"] + t_ours["best_s"]),
+        },
         "evaluate": {
             "ours": t_ours, "pytrec_eval": t_py, "ir_measures": t_im,
             "ratio_pytrec_eval_over_ours": t_py["best_s"] / t_ours["best_s"],
@@ -213,7 +210,11 @@ def main() -> None:
     print(f"evaluate  ours {t_ours['best_s']:.3f} s   pytrec_eval {t_py['best_s']:.3f} s "
           f"(x{e['ratio_pytrec_eval_over_ours']:.1f})   ir_measures {t_im['best_s']:.3f} s "
           f"(x{e['ratio_ir_measures_over_ours']:.1f})")
-    print(f"parse     ours {t_parse_ours['best_s']:.3f} s   pytrec_eval {t_parse_py['best_s']:.3f} s")
+    print(f"parse     ours {t_parse_ours['best_s']:.3f} s   pytrec_eval {t_parse_py['best_s']:.3f} s "
+          f"(x{result['parse']['ratio_pytrec_eval_over_ours']:.1f})")
+    x = result["end_to_end"]
+    print(f"both      ours {x['ours_s']:.3f} s   pytrec_eval {x['pytrec_eval_s']:.3f} s "
+          f"(x{x['ratio_pytrec_eval_over_ours']:.1f})")
     print(f"values    {compared:,} compared, max |diff| pytrec_eval {diff_py:.2e}, "
           f"ir_measures {diff_im:.2e}: {'equal' if ok else 'DIFFERENT'}")
     print(f"wrote {out}")

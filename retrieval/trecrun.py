@@ -1,6 +1,8 @@
 """Reading and writing TREC run files (``qid Q0 docid rank score tag``). No Django here.
 
-This is the one TREC run reader of the project. Reading streams line by line through
+This is the one TREC run reader of the project for imports. :func:`read_run` reads in
+bulk (:mod:`common.columns`, the reader evaluation uses too) and, for a file that fails a
+check, again line by line; the line reader streams through
 :mod:`common.fileio` (gzip accepted; text decoded strictly, UTF-8 unless ``encoding=``
 says otherwise; lines bounded in length) and raises :class:`RunFormatError` naming the
 file and line of the first problem: wrong column count, a rank that is not a whole number
@@ -18,7 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator, TextIO
 
+import numpy as np
+
 from common import fileio
+from common.columns import Unsure, read_columns
 from common.fileio import InputError, quote
 
 MAX_TAG_CHARS = 100
@@ -70,11 +75,64 @@ def read_run_lines(path: str | Path, *, encoding: str = "utf-8") -> Iterator[Sco
                         rank, score, checked(tag, "run tag", line_no, MAX_TAG_CHARS), line_no)
 
 
+def _bulk_read_run(path, topic_ids, encoding: str
+                   ) -> tuple[str, dict[str, tuple[list[str], list[float]]]]:
+    """:func:`read_run` by :func:`common.columns.read_columns`, every check made on whole
+    columns; :class:`common.columns.Unsure` for anything the line reader should look at.
+    Its tokens are printable ASCII, which the id check leaves as they are."""
+    blocks = [b for b in read_columns(path, 6, encoding=encoding) if b.rows]
+    if not blocks:
+        raise Unsure
+    tags = np.concatenate([b.text(5) for b in blocks])
+    if tags.dtype.itemsize > MAX_TAG_CHARS or not bool((tags == tags[0]).all()):
+        raise Unsure
+    topics = np.concatenate([b.text(0) for b in blocks])
+    docs = np.concatenate([b.text(2) for b in blocks])
+    if max(topics.dtype.itemsize, docs.dtype.itemsize) > fileio.MAX_ID_CHARS:
+        raise Unsure
+    ranks = np.concatenate([b.ints(3) for b in blocks])
+    if not bool(((ranks >= 1) & (ranks <= fileio.INT32_MAX)).all()):
+        raise Unsure
+    scores = np.concatenate([b.floats(4) for b in blocks])
+    if not bool(np.isfinite(scores).all()):
+        raise Unsure
+    # topics numbered in order of first appearance (the order of the returned dict)
+    change = np.concatenate(([0], np.flatnonzero(topics[1:] != topics[:-1]) + 1, [len(topics)]))
+    number: dict[bytes, int] = {}
+    for value in topics[change[:-1]].tolist():
+        number.setdefault(value, len(number))
+    names = [v.decode("ascii") for v in number]
+    if topic_ids is not None and not set(names) <= set(topic_ids):
+        raise Unsure
+    tix = np.repeat(np.array([number[v] for v in topics[change[:-1]].tolist()], dtype=np.int64),
+                    np.diff(change))
+    by_doc = np.lexsort((docs, tix))
+    same = (tix[by_doc][1:] == tix[by_doc][:-1]) & (docs[by_doc][1:] == docs[by_doc][:-1])
+    if bool(same.any()):
+        raise Unsure  # a document twice for one topic
+    order = np.lexsort((docs, -scores, tix))  # the house order: (-score, docid)
+    bounds = np.searchsorted(tix[order], np.arange(len(names) + 1)).tolist()
+    doc_list = docs[order].astype(str).tolist()
+    score_list = scores[order].tolist()
+    out = {name: (doc_list[bounds[i]:bounds[i + 1]], score_list[bounds[i]:bounds[i + 1]])
+           for i, name in enumerate(names)}
+    return tags[0].decode("ascii"), out
+
+
 def read_run(path: str | Path, topic_ids=None, *, encoding: str = "utf-8"
              ) -> tuple[str, dict[str, tuple[list[str], list[float]]]]:
     """Read a whole run: returns ``(tag, {qid: (docids, scores)})``, each ranking ordered by
     (-score, docid). Raises RunFormatError on duplicates or mixed tags, and, when
-    ``topic_ids`` (a set) is given, on the first line whose topic is not in it."""
+    ``topic_ids`` (a set) is given, on the first line whose topic is not in it.
+
+    The file is read in bulk (:func:`common.columns.read_columns`); one the bulk reader
+    does not vouch for, or that fails a check, is read again line by line, which names
+    the file and line of the first problem."""
+    path = fileio.require_file(path, error=RunFormatError)
+    try:
+        return _bulk_read_run(path, topic_ids, encoding)
+    except Unsure:
+        pass
     tag = None
     per_topic: dict[str, dict[str, float]] = {}
     known = None if topic_ids is None else set(topic_ids)

@@ -7,8 +7,11 @@ so code order is docid order), ``scores[r, t, i]`` its score and ``ranks[r, t, i
 rank column. Positions past the end of a ranking hold ``PAD_CODE``. Measures then work on
 the grades of each ranking gathered through these codes, never on strings.
 
-Readers stream ``.gz`` or plain text and stop at the first bad line with
-:class:`EvaluationInputError` naming the file and the line.
+Readers accept ``.gz`` or plain text. Runs and qrels are read in bulk
+(:func:`common.columns.read_columns`: numpy over the bytes, every check made on whole
+columns); a file the bulk reader does not vouch for, or one that fails a check, is read
+again line by line, which stops at the first bad line with :class:`EvaluationInputError`
+naming the file and the line.
 """
 from __future__ import annotations
 
@@ -18,8 +21,10 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 import numpy as np
+import pandas as pd
 
 from common import fileio
+from common.columns import Unsure, read_columns
 from crowd.naturalsort import natural_key  # the one natural order of ids (plain Python)
 
 __all__ = [
@@ -130,6 +135,92 @@ class RunSet:
         return cls([t for t, _, _ in runs], [s for _, s, _ in runs], topics, vocab,
                    codes, scores, ranks, lengths, indexes)
 
+    @classmethod
+    def from_arrays(cls, runs: Sequence[tuple[str, str, "RunArrays"]]):
+        """Build from ``(tag, source, arrays)`` with the entries of each run in file order;
+        the same :class:`RunSet` as :meth:`from_rankings` on the same rankings (the
+        vocabulary arrays may be wider: one string width for every topic). Raises
+        :class:`EvaluationInputError` if two runs share a tag, and :class:`Unsure` if a run
+        ranks a document twice for one topic (the line reader says where)."""
+        seen: dict[str, str] = {}
+        for tag, source, _ in runs:
+            if tag in seen:
+                raise EvaluationInputError(
+                    source, None, f"run tag {tag!r} is also the tag of {seen[tag]}; tags must differ"
+                )
+            seen[tag] = source
+        # Each run's entries come in stretches of one topic (usually one per topic). All
+        # the bookkeeping is done on stretches; entries are only moved in bulk.
+        st_values, st_run, st_start, st_size = [], [], [], []
+        offset = 0
+        for r, (_, _, a) in enumerate(runs):
+            n = len(a.docids)
+            start = a.stretch_starts
+            st_values += a.stretch_topics
+            st_run.append(np.full(len(start), r, dtype=np.int64))
+            st_start.append(start + offset)
+            st_size.append(np.diff(np.append(start, n)))
+            offset += n
+        total = offset
+        topics = sorted({b.decode("utf-8") for b in st_values}, key=natural_key)
+        position = {name.encode("utf-8"): i for i, name in enumerate(topics)}
+        n_runs, n_topics = len(runs), len(topics)
+        st_topic = np.array([position[v] for v in st_values], dtype=np.int64)
+        st_run, st_start, st_size = (np.concatenate(x) if x else np.zeros(0, np.int64)
+                                     for x in (st_run, st_start, st_size))
+        lengths = np.bincount(st_run * n_topics + st_topic, weights=st_size,
+                              minlength=n_runs * n_topics).astype(np.int64).reshape(n_runs, n_topics)
+        depth = int(lengths.max()) if lengths.size else 0
+        # stretches by topic, then run, then file order: the entries in that order ("sorted")
+        o = np.lexsort((st_start, st_run, st_topic))
+        size_o = st_size[o]
+        cum_o = np.concatenate(([0], np.cumsum(size_o)[:-1])) if len(o) else np.zeros(0, np.int64)
+        group = st_topic[o] * n_runs + st_run[o]
+        new_group = np.concatenate(([True], group[1:] != group[:-1])) if len(o) else np.zeros(0, bool)
+        base_o = cum_o - cum_o[np.flatnonzero(new_group)][np.cumsum(new_group) - 1]
+        perm = _ramps(st_start[o], size_o)
+        flat_sorted = _ramps((st_run[o] * n_topics + st_topic[o]) * depth + base_o, size_o)
+        base = np.empty_like(base_o)
+        base[o] = base_o
+        flat = _ramps((st_run * n_topics + st_topic) * depth + base, st_size)
+        bounds = np.append(cum_o, total)[np.searchsorted(st_topic[o], np.arange(n_topics + 1))]
+        # the docids in sorted order, copied stretch by stretch
+        run_offset = np.concatenate(([0], np.cumsum([len(a.docids) for _, _, a in runs])))
+        local = (st_start - run_offset[st_run]).tolist()
+        sizes_l, run_l = st_size.tolist(), st_run.tolist()
+        docs = np.concatenate([runs[run_l[i]][2].docids[local[i]:local[i] + sizes_l[i]]
+                               for i in o.tolist()]) if total else np.zeros(0, "S1")
+        # one code per (topic, docid), in docid order within the topic
+        code_s, u_doc, u_bounds = _codes_by_topic(docs, bounds)
+        pair = np.empty(total, dtype=np.int64)
+        pair[perm] = code_s + _ramps(u_bounds[st_topic[o]], size_o, step=0)
+        if _repeated(pair, [len(a.docids) for _, _, a in runs], len(u_doc)):
+            raise Unsure  # a document twice for one topic of one run
+        shape = (n_runs, n_topics, depth)
+        if lengths.size and int(lengths.min()) == depth:  # no padding: every cell is written
+            codes, scores, ranks = np.empty(shape, np.int32), np.empty(shape), np.empty(shape, np.int64)
+        else:
+            codes = np.full(shape, PAD_CODE, dtype=np.int32)
+            scores = np.full(shape, -np.inf)
+            ranks = np.full(shape, np.iinfo(np.int64).max, dtype=np.int64)
+        if total:
+            codes.reshape(-1)[flat_sorted] = code_s
+            for r, (_, _, a) in enumerate(runs):
+                where = flat[run_offset[r]:run_offset[r + 1]]
+                scores.reshape(-1)[where] = a.scores
+                ranks.reshape(-1)[where] = a.ranks
+        if docs.size == 0 or bool((u_doc.view(np.uint8) < 128).all()):
+            words = u_doc.astype(str)
+        else:
+            words = np.array([w.decode("utf-8") for w in u_doc.tolist()], dtype=str)
+        vocab, indexes = [], []
+        for ti in range(n_topics):
+            mine = words[u_bounds[ti]:u_bounds[ti + 1]]
+            vocab.append(mine)
+            indexes.append(dict(zip(mine.tolist(), range(len(mine)))))
+        return cls([t for t, _, _ in runs], [s for _, s, _ in runs], topics, vocab,
+                   codes, scores, ranks, lengths, indexes)
+
     def ordered_codes(self, order: str, topics: Sequence[int] | None = None) -> np.ndarray:
         """Codes of every ranking in evaluation order, ``(runs, topics, depth)``, for all
         topics or for the topic positions ``topics``.
@@ -170,6 +261,124 @@ class RunSet:
                     "--order rank needs distinct ranks",
                 )
         return out
+
+
+@dataclass
+class RunArrays:
+    """One run's entries in file order: document ids as UTF-8 byte strings, scores and
+    the rank column; the topics as stretches of entries (``stretch_starts[i]`` is where
+    the ``i``-th stretch of one topic, ``stretch_topics[i]``, begins)."""
+
+    stretch_starts: np.ndarray
+    stretch_topics: list[bytes]
+    docids: np.ndarray
+    scores: np.ndarray
+    ranks: np.ndarray
+
+    @classmethod
+    def from_per_topic(cls, per: dict[str, tuple[list, list, list]]) -> "RunArrays":
+        sizes = [len(d) for d, _, _ in per.values()]
+        docs = [x.encode("utf-8") for d, _, _ in per.values() for x in d]
+        return cls(np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64),
+                   [t.encode("utf-8") for t in per], np.array(docs, dtype=bytes),
+                   np.array([x for _, s, _ in per.values() for x in s], dtype=np.float64),
+                   np.array([x for _, _, k in per.values() for x in k], dtype=np.int64))
+
+
+_MIX = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _words(docs: np.ndarray) -> list[np.ndarray]:
+    """Views of 8-byte words that together cover every byte of each fixed-width string
+    (the last one may overlap the one before): equal words, equal strings."""
+    width = docs.dtype.itemsize
+    if width < 8:
+        docs = docs.astype("S8")
+        width = 8
+    docs = np.ascontiguousarray(docs)
+    offsets = list(range(0, width - 7, 8))
+    if offsets[-1] != width - 8:
+        offsets.append(width - 8)
+    return [np.ndarray(len(docs), dtype="<u8", buffer=docs, offset=o, strides=(width,))
+            for o in offsets] if len(docs) else [np.zeros(0, np.uint64)]
+
+
+def _byte_order(docs: np.ndarray) -> np.ndarray:
+    """The permutation that sorts byte strings in byte order (with integer sorts on
+    big-endian words of the zero-padded strings)."""
+    width = docs.dtype.itemsize
+    padded = docs.astype(f"S{-(-width // 8) * 8}")
+    words = padded.view(">u8").reshape(len(docs), -1)
+    return np.lexsort(words.T[::-1])
+
+
+def _codes_by_topic(docs: np.ndarray, bounds: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Code each entry of ``docs`` (grouped by topic; ``bounds``: where each topic's
+    entries start) by its docid's place in the topic's sorted docids.
+    Returns the codes, every topic's docids one after the other,
+    and where each topic's start. Docids are hashed to 64 bits and grouped by pandas'
+    hash table one topic at a time (small tables stay in cache); every entry is then
+    compared with its group's representative, and a topic with a collision (never seen
+    in practice) is grouped by an exact sort instead."""
+    words = _words(docs)
+    h = words[0] * _MIX
+    for w in words[1:]:
+        h ^= h >> np.uint64(29)
+        h ^= w
+        h *= _MIX
+    code = np.empty(len(docs), dtype=np.int64)
+    reps_all = []
+    u_bounds = [0]
+    for t in range(len(bounds) - 1):
+        lo, hi = int(bounds[t]), int(bounds[t + 1])
+        c, uniques = pd.factorize(h[lo:hi])
+        reps = np.empty(len(uniques), dtype=np.int64)
+        reps[c] = np.arange(hi - lo)
+        back = reps[c] + lo
+        if not all(bool((w[back] == w[lo:hi]).all()) for w in words):
+            sorted_docs = docs[lo:hi]
+            uniq, c = np.unique(sorted_docs, return_inverse=True)
+            first = np.empty(len(uniq), dtype=np.int64)
+            first[c] = np.arange(hi - lo)
+            reps = first
+        reps += lo
+        order = _byte_order(docs[reps])
+        rank = np.empty(len(order), dtype=np.int64)
+        rank[order] = np.arange(len(order))
+        code[lo:hi] = rank[c]
+        reps_all.append(reps[order])
+        u_bounds.append(u_bounds[-1] + len(order))
+    reps = np.concatenate(reps_all) if reps_all else np.zeros(0, np.int64)
+    return code, docs[reps], np.array(u_bounds, dtype=np.int64)
+
+
+def _ramps(first: np.ndarray, sizes: np.ndarray, step: int = 1) -> np.ndarray:
+    """``first[k], first[k] + step, ...`` for ``sizes[k]`` (at least 1) entries each, one
+    segment after another (one cumulative sum; ``np.repeat`` is several times slower)."""
+    total = int(sizes.sum())
+    inc = np.zeros(total, dtype=np.int64) if step == 0 else np.full(total, step, dtype=np.int64)
+    if total:
+        at = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+        inc[at[1:]] = first[1:] - first[:-1] - step * (sizes[:-1] - 1)
+        inc[0] = first[0]
+    return np.cumsum(inc, out=inc)
+
+
+def _repeated(pair: np.ndarray, sizes: list[int], n_pairs: int) -> bool:
+    """Whether some run (``sizes``: the runs' entry counts, one after the other) holds
+    one (topic, docid) pair twice: a run's entries mark their pairs, and fewer marks
+    than entries means a repeat."""
+    seen = np.zeros(n_pairs, dtype=bool)
+    at = 0
+    for n in sizes:
+        mine = pair[at:at + n]
+        at += n
+        seen[mine] = True
+        if int(np.count_nonzero(seen)) != n:
+            return True
+        seen[mine] = False
+    return False
 
 
 def _ties_by_docid_descending(codes: np.ndarray, scores: np.ndarray) -> np.ndarray:
@@ -247,18 +456,56 @@ def read_run_file(path: str | Path) -> tuple[str, dict[str, tuple[list, list, li
     return tag, per
 
 
+def _bulk_run(path) -> tuple[str, RunArrays]:
+    """A run file read by :func:`common.columns.read_columns`; :class:`Unsure` for
+    anything the line reader should look at."""
+    blocks = read_columns(fileio.require_file(path, error=EvaluationInputError), 6, at_least=True)
+    blocks = [b for b in blocks if b.rows]
+    if not blocks:
+        raise Unsure
+    tag = blocks[0].token(0, 5)
+    if not all(b.all_equal(5, tag) for b in blocks):
+        raise Unsure
+    scores = np.concatenate([b.floats(4) for b in blocks])
+    if not bool(np.isfinite(scores).all()):
+        raise Unsure
+    starts, names, at = [], [], 0
+    for b in blocks:  # stretches of one topic
+        first, values = b.stretches(0)
+        if names and values[0] == names[-1]:
+            first, values = first[1:], values[1:]  # the stretch goes on across blocks
+        starts.append(first + at)
+        names += values
+        at += b.rows
+    arrays = RunArrays(np.concatenate(starts), names,
+                       np.concatenate([b.text(2) for b in blocks]),
+                       scores, np.concatenate([b.ints(3) for b in blocks]))
+    return tag.decode("ascii"), arrays
+
+
 def read_runs(paths: Sequence[str | Path]) -> RunSet:
     """Read TREC run files (``topic Q0 docid rank score tag``) into one :class:`RunSet`.
 
     Every line is checked: six columns (later ones are ignored, as trec_eval does), an integer rank, a finite score, one tag per file,
-    no docid twice in a topic (trec_eval and ndeval refuse those too)."""
+    no docid twice in a topic (trec_eval and ndeval refuse those too). Files are read in
+    bulk; one that fails a check is read again line by line to name the line."""
     if not paths:
         raise EvaluationInputError("--run", None, "give at least one run file")
     runs = []
     for p in paths:
-        tag, per = read_run_file(p)
-        runs.append((tag, str(p), per))
-    return RunSet.from_rankings(runs)
+        try:
+            tag, arrays = _bulk_run(p)
+        except Unsure:
+            tag, per = read_run_file(p)
+            arrays = RunArrays.from_per_topic(per)
+        runs.append((tag, str(p), arrays))
+    try:
+        return RunSet.from_arrays(runs)
+    except Unsure:
+        # a document twice in a topic: the line reader names the file and line
+        for p in paths:
+            read_run_file(p)
+        raise
 
 
 # --------------------------------------------------------------------------- qrels
@@ -288,10 +535,49 @@ class Qrels:
         return sorted(self.judgments, key=natural_key)
 
 
+def _stretches(*keys: np.ndarray) -> np.ndarray:
+    """Where runs of equal ``keys`` (compared together) start, and the end."""
+    n = len(keys[0])
+    change = np.zeros(max(n - 1, 0), dtype=bool)
+    for k in keys:
+        change |= k[1:] != k[:-1]
+    return np.concatenate(([0], np.flatnonzero(change) + 1, [n]))
+
+
+def _bulk_qrels(path, kind: str) -> dict:
+    """Qrels read by :func:`common.columns.read_columns`; :class:`Unsure` for anything
+    the line reader should look at (an ``L<n>`` grade, a document judged twice, ...)."""
+    blocks = [b for b in read_columns(fileio.require_file(path, error=EvaluationInputError), 4)
+              if b.rows]
+    if not blocks:
+        raise Unsure
+    topics = np.concatenate([b.text(0) for b in blocks])
+    second = np.concatenate([b.text(1) for b in blocks])
+    docs = np.concatenate([b.text(2) for b in blocks]).astype(str).tolist()
+    grades = np.concatenate([b.ints(3) for b in blocks]).tolist()
+    edges = _stretches(topics, second) if kind == "diversity" else _stretches(topics)
+    out: dict = {}
+    for lo, hi in zip(edges[:-1].tolist(), edges[1:].tolist()):
+        docs_of = out.setdefault(topics[lo].decode("ascii"), {})
+        if kind == "diversity":
+            docs_of = docs_of.setdefault(second[lo].decode("ascii"), {})
+        before = len(docs_of)
+        docs_of.update(zip(docs[lo:hi], grades[lo:hi]))
+        if len(docs_of) != before + hi - lo:
+            raise Unsure  # judged twice: the line reader names the line
+    return out
+
+
 def read_qrels(path: str | Path, kind: str) -> Qrels:
-    """Read ad hoc or diversity qrels; a (topic, [intent,] docid) judged twice is an error."""
+    """Read ad hoc or diversity qrels; a (topic, [intent,] docid) judged twice is an error.
+    Files are read in bulk; one that fails a check is read again line by line to name
+    the line."""
     if kind not in ("adhoc", "diversity"):
         raise EvaluationInputError("--qrels-format", None, f"unknown qrels format {kind!r}; use adhoc or diversity")
+    try:
+        return Qrels(kind, _bulk_qrels(path, kind), str(path))
+    except Unsure:
+        pass
     out: dict = {}
     for n, cols in _lines(path):
         if len(cols) != 4:

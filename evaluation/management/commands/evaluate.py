@@ -6,7 +6,7 @@ from django.core.management.base import BaseCommand, CommandError
 from common.manifest_command import ManifestMixin, add_out_argument
 from evaluation import evaluate_selectors
 from evaluation.measures import (EvaluationInputError, RunSet, evaluate_runs, parse_measures,
-                                 read_intent_probabilities, read_qrels)
+                                 read_intent_probabilities, read_qrels, read_runs)
 from evaluation.measures.engine import check_measures
 from evaluation.measures.registry import measure_names
 from evaluation.measures.runs import ORDERS, read_run_file
@@ -57,7 +57,9 @@ class Command(ManifestMixin, BaseCommand):
                 qrels = evaluate_selectors.judgment_set_qrels(o["judgments"], o["qrels_format"])
             check_measures(specs, qrels.kind, bool(o["intent_probabilities"]))
             probs = read_intent_probabilities(o["intent_probabilities"]) if o["intent_probabilities"] else None
-            runs = RunSet.from_rankings(self._runs(o))
+            runs = read_runs(o["run"]) if o["run"] and not (
+                o["topic_set"] or o["tag"] or o["collection"] or o["model"]) else (
+                RunSet.from_rankings(self._runs(o)))
             result = evaluate_runs(runs, qrels, specs, order=o["order"], complete=o["complete"],
                                    intent_probabilities=probs)
         except EvaluationInputError as exc:

@@ -45,7 +45,8 @@ def test_topics_and_qrels_from_the_cache(cached, cranfield):  # noqa: F811
 
 @pytest.mark.django_db
 @pytest.mark.slow
-def test_collection_from_the_cache(cached):
+def test_collection_from_the_cache(cached, settings, tmp_path):
+    settings.INDEX_ROOT = tmp_path / "indexes"  # its own index folder
     out = io.StringIO()
     call_command("import_collection", "cran", "--ir-datasets", "cranfield", "--skip-empty",
                  stdout=out)

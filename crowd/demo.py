@@ -38,7 +38,7 @@ from crowd.topicfiles import read_topics
 from evaluation.evaluate_selectors import judgment_set_qrels, stored_runs
 from evaluation.measures import RunSet, evaluate_runs, parse_measures
 from judging import services as judging_services
-from judging.models import TaskTopic
+from judging.selectors import task_progress
 from pooling import services as pooling_services
 from pooling.models import Pool
 from pooling.qrelsio import read_qrels
@@ -391,8 +391,9 @@ def demo_run(src: DemoSource, *, name: str = "demo", topics: int = 10, workers: 
         result.task, result.items = task.name, task.items_count
         say(f"      task {task.name}: {task.items_count} documents to judge")
 
-        per_topic = dict(TaskTopic.objects.filter(task=task).values_list("topic_id", "size"))
-        quota = {t: max(1, round(n * judge_fraction)) for t, n in per_topic.items() if n}
+        per_topic = task_progress(task)["topics"]
+        quota = {t: max(1, round(p["items"] * judge_fraction))
+                 for t, p in per_topic.items() if p["items"]}
         want = sum(quota.values())
         done = dict.fromkeys(quota, 0)
         say(f"[8/{STEPS}] the SIMULATED assessor sim-assessor judges {want} of them, "

@@ -1,18 +1,14 @@
 """Evaluation's kind of job for the ledger (jobs.registry): an analysis."""
 from __future__ import annotations
 
-from jobs.registry import JobKind, lease_text
+from jobs.registry import JobKind, lease_and_error_lines
 
 
 def _lines(a: dict) -> list[str]:
     progress = f" {a['progress']:.0%}" if a["state"] == "running" else ""
     out = [f"analysis {a['id']} {a['kind']}: {a['state']}{progress}"
            + (f" (by {a['created_by']})" if a["created_by"] else "")]
-    if a["holder"]:
-        out.append(f"  attempt {a['attempts']}: {lease_text(a['holder'], a['expires'])}")
-    if a["error"]:
-        out.append(f"  error: {a['error']}")
-    return out
+    return out + lease_and_error_lines(a)
 
 
 def kind() -> JobKind:

@@ -69,6 +69,16 @@ def wake(name: str, pk) -> None:
     current_app.send_task(kind_get(name).task, args=[pk])
 
 
+def lease_and_error_lines(job: dict) -> list[str]:
+    """The ``jobs`` listing's lines under a one-row job: its live lease, its last error."""
+    out = []
+    if job["holder"]:
+        out.append(f"  attempt {job['attempts']}: {lease_text(job['holder'], job['expires'])}")
+    if job["error"]:
+        out.append(f"  error: {job['error']}")
+    return out
+
+
 def lease_text(holder: str, expires) -> str:
     """``host:pid (expires in 12 s)`` / ``(expired 3 s ago)`` for the ``jobs`` listing."""
     from django.utils import timezone

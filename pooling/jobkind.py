@@ -1,17 +1,13 @@
 """Pooling's kind of job for the ledger (jobs.registry): a pool build."""
 from __future__ import annotations
 
-from jobs.registry import JobKind, lease_text
+from jobs.registry import JobKind, lease_and_error_lines
 
 
 def _lines(p: dict) -> list[str]:
     progress = f" {p['progress']:.0%}" if p["state"] == "running" else ""
     out = [f"pool {p['id']} {p['name']}: {p['state']}{progress} ({p['topic_set']})"]
-    if p["holder"]:
-        out.append(f"  attempt {p['attempts']}: {lease_text(p['holder'], p['expires'])}")
-    if p["error"]:
-        out.append(f"  error: {p['error']}")
-    return out
+    return out + lease_and_error_lines(p)
 
 
 def kind() -> JobKind:

@@ -1,17 +1,13 @@
 """Uploads' kind of job for the ledger (jobs.registry): the import of an uploaded file."""
 from __future__ import annotations
 
-from jobs.registry import JobKind, lease_text
+from jobs.registry import JobKind, lease_and_error_lines
 
 
 def _lines(u: dict) -> list[str]:
     out = [f"upload {u['id']} {u['kind']} {u['filename']}: {u['state']}"
            + (f" ({u['note']})" if u["note"] and u["state"] == "running" else "")]
-    if u["holder"]:
-        out.append(f"  attempt {u['attempts']}: {lease_text(u['holder'], u['expires'])}")
-    if u["error"]:
-        out.append(f"  error: {u['error']}")
-    return out
+    return out + lease_and_error_lines(u)
 
 
 def kind() -> JobKind:

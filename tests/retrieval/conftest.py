@@ -46,3 +46,20 @@ def _fresh_vocabulary_cache():
     vocabulary_cache_clear()
     yield
     vocabulary_cache_clear()
+
+
+@pytest.fixture
+def cacm_titles(transactional_db, settings, cacm_index, cacm_queries):
+    """A CACM collection row over the session's index and 24 of its queries as titles
+    (6 chunks of 4), for tests with real worker processes on PostgreSQL."""
+    from crowd.models import Topic, TopicSet
+    from retrieval.models import Collection
+    from tests.workers import require_postgresql
+
+    require_postgresql()
+    settings.RETRIEVAL_CHUNK_SIZE = 4
+    Collection.objects.create(name="cacm", format="smart", source_path="cacm.all",
+                              index_path=str(cacm_index), doc_count=3204, status="ready")
+    ts = TopicSet.objects.create(name="cacm")
+    Topic.objects.bulk_create([Topic(topic_set=ts, topic_id=q, title=t)
+                               for q, t in list(cacm_queries.items())[:24]])

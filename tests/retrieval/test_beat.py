@@ -9,11 +9,10 @@ import time
 import pytest
 from django.core.management import call_command
 
-from crowd.models import Topic, TopicSet
 from jobs.models import Reconciliation
-from retrieval.models import Collection, Ranking, Run, RunChunk, RunQuery
+from retrieval.models import Ranking, Run, RunChunk, RunQuery
 from retrieval.services import run_create
-from tests.workers import CeleryBroker, require_postgresql
+from tests.workers import CeleryBroker
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -23,19 +22,6 @@ REDIS_DB = 3
 # on a loaded machine does not do beat's work): the run's chunks are woken by beat.
 BEAT_ENV = {"JOB_RECONCILE_SECONDS": "2", "JOB_WAKEUP_AFTER": "4", "JOB_LEASE_SECONDS": "600"}
 ERROR_LINE = re.compile(r"\b(ERROR|CRITICAL)\b|SchedulingError|Traceback")
-
-
-@pytest.fixture
-def cacm_titles(transactional_db, settings, cacm_index, cacm_queries):
-    """A CACM collection row over the session's index and 24 of its queries as titles
-    (6 chunks of 4)."""
-    require_postgresql()
-    settings.RETRIEVAL_CHUNK_SIZE = 4
-    Collection.objects.create(name="cacm", format="smart", source_path="cacm.all",
-                              index_path=str(cacm_index), doc_count=3204, status="ready")
-    ts = TopicSet.objects.create(name="cacm")
-    Topic.objects.bulk_create([Topic(topic_set=ts, topic_id=q, title=t)
-                               for q, t in list(cacm_queries.items())[:24]])
 
 
 def _queued_then_lost(broker: CeleryBroker) -> Run:

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from crowd.models import Topic, TopicSet
-from retrieval.models import Collection, Ranking, Run, RunChunk, RunQuery
+from crowd.models import Topic
+from retrieval.models import Ranking, Run, RunChunk, RunQuery
 from retrieval.services import run_create
-from tests.workers import CeleryBroker, Worker, require_postgresql
+from tests.workers import CeleryBroker, Worker
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -22,20 +22,7 @@ REDIS_DB = 3
 
 
 @pytest.fixture
-def cacm_run_setup(transactional_db, settings, cacm_index, cacm_queries):
-    """A CACM collection row over the session's index and 24 of its queries as titles
-    (6 chunks of 4)."""
-    require_postgresql()
-    settings.RETRIEVAL_CHUNK_SIZE = 4
-    Collection.objects.create(name="cacm", format="smart", source_path="cacm.all",
-                              index_path=str(cacm_index), doc_count=3204, status="ready")
-    ts = TopicSet.objects.create(name="cacm")
-    Topic.objects.bulk_create([Topic(topic_set=ts, topic_id=q, title=t)
-                               for q, t in list(cacm_queries.items())[:24]])
-
-
-@pytest.fixture
-def redis_worker(cacm_run_setup, celery_on_redis):
+def redis_worker(cacm_titles, celery_on_redis):
     """Start prefork workers (2 children) on Redis with a queue of their own; keyword
     arguments go to the worker's environment."""
     broker = celery_on_redis(REDIS_DB, "kills", visibility_timeout=7200)
@@ -186,7 +173,7 @@ def test_a_chunk_past_its_hard_time_limit_does_not_stay_running(redis_worker, se
     assert worker.alive
 
 
-def test_embedded_broker_worker_killed_mid_run(cacm_run_setup, tmp_path):
+def test_embedded_broker_worker_killed_mid_run(cacm_titles, tmp_path):
     """The filesystem broker deletes a message when it hands it out: a worker killed
     mid-task loses it, and the ledger brings the chunk back when a worker starts. The
     embedded default pool is threads (no prefork children sharing a locked pipe)."""

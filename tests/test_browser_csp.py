@@ -16,6 +16,7 @@ def _violations(driver):
 
 
 def test_pages_work_under_the_policy(live_server, tmp_path, django_user_model):
+    from selenium.common.exceptions import WebDriverException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as EC
     from selenium.webdriver.support.ui import WebDriverWait
@@ -44,7 +45,10 @@ def test_pages_work_under_the_policy(live_server, tmp_path, django_user_model):
         body = driver.find_element(By.TAG_NAME, "body")
         body.send_keys(key)
         body.send_keys("\n")
-        wait.until(EC.staleness_of(first))
+        # while the next page loads, chromedriver may answer for the old node with an
+        # "inspector error" instead of "stale element": both mean it is gone
+        WebDriverWait(driver, 30, ignored_exceptions=(WebDriverException,)).until(
+            EC.staleness_of(first))
         assert selectors.assessor_progress(pool.judging_tasks.get(), "organiser")["done"] == 1
 
         for path in ("/", f"/pooling/pools/{pool.name}/", "/judging/manage/t/", "/admin/",

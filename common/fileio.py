@@ -117,17 +117,18 @@ def check_encoding(encoding: str) -> str:
     return name
 
 
-def require_file(path, *, error: type[InputError] = InputError) -> Path:
-    """``Path(path)`` if it names a readable regular file; ``error`` saying why not."""
+def require_file(path) -> Path:
+    """``Path(path)`` if it names a readable regular file; :class:`InputError` saying why
+    not."""
     path = Path(path)
     try:
         st = os.stat(path)
     except OSError as exc:
         reason = "no such file" if exc.errno == errno.ENOENT else (
             f"cannot open ({exc.strerror or exc})")
-        raise error(path, None, reason) from None
+        raise InputError(path, None, reason) from None
     if not stat.S_ISREG(st.st_mode):
-        raise error(path, None, "not a regular file")
+        raise InputError(path, None, "not a regular file")
     return path
 
 
@@ -143,46 +144,45 @@ def decompressed_limit() -> int:
     return MAX_DECOMPRESSED_BYTES
 
 
-def _too_large(path, line: int | None, limit: int, error) -> InputError:
-    return error(path, line, f"the gzip data decompresses to more than {limit} bytes "
+def _too_large(path, line: int | None, limit: int) -> InputError:
+    return InputError(path, line, f"the gzip data decompresses to more than {limit} bytes "
                              "(MAX_DECOMPRESSED_BYTES); refused")
 
 
-def open_binary(path, *, error: type[InputError] = InputError) -> IO[bytes]:
-    """Open ``path`` for reading bytes, decompressing gzip data; failures raise ``error``
-    (:class:`InputError` or a subclass a reader names its own)."""
+def open_binary(path) -> IO[bytes]:
+    """Open ``path`` for reading bytes, decompressing gzip data; failures raise
+    :class:`InputError`."""
     path = Path(path)
     try:
         with open(path, "rb") as probe:
             magic = probe.read(2)
     except OSError as exc:
-        raise error(path, None, f"cannot open ({exc.strerror or exc})") from None
+        raise InputError(path, None, f"cannot open ({exc.strerror or exc})") from None
     if magic == GZIP_MAGIC:
         return gzip.open(path, "rb")
     if path.name.lower().endswith(".gz"):
-        raise error(path, None, "the name ends in .gz but the file is not gzip data")
+        raise InputError(path, None, "the name ends in .gz but the file is not gzip data")
     return open(path, "rb")
 
 
-def _gzip_error(path, line: int | None, exc: BaseException, error) -> InputError:
-    return error(path, line, f"truncated or corrupt gzip data ({exc})")
+def _gzip_error(path, line: int | None, exc: BaseException) -> InputError:
+    return InputError(path, line, f"truncated or corrupt gzip data ({exc})")
 
 
-def _decode(raw: bytes, encoding: str, path, number: int, error) -> str:
+def _decode(raw: bytes, encoding: str, path, number: int) -> str:
     try:
         return raw.decode(encoding)
     except UnicodeDecodeError as exc:
         byte = raw[exc.start : exc.start + 1].hex()
         hint = "; give --encoding for files in another encoding (e.g. latin-1)" if (
             encoding == "utf-8") else ""
-        raise error(
+        raise InputError(
             path, number,
             f"not valid {encoding} (byte 0x{byte} at column {exc.start + 1}){hint}",
         ) from None
 
 
 def open_lines(path, *, encoding: str = "utf-8", max_line_bytes: int = MAX_LINE_BYTES,
-               error: type[InputError] = InputError,
                progress: Callable[[float], None] | None = None) -> Iterator[tuple[int, str]]:
     """Yield ``(line number, text)`` with the line break removed.
 
@@ -195,10 +195,10 @@ def open_lines(path, *, encoding: str = "utf-8", max_line_bytes: int = MAX_LINE_
     try:
         encoding = check_encoding(encoding)
     except ValueError as exc:
-        raise error(path, None, str(exc)) from None
+        raise InputError(path, None, str(exc)) from None
     number = 0
     limit = decompressed_limit()
-    with open_binary(path, error=error) as fh:
+    with open_binary(path) as fh:
         capped = isinstance(fh, gzip.GzipFile)
         total = 0
         stored = fh.fileobj if capped else fh
@@ -208,35 +208,34 @@ def open_lines(path, *, encoding: str = "utf-8", max_line_bytes: int = MAX_LINE_
             try:
                 raw = fh.readline(max_line_bytes + 1)
             except (EOFError, OSError, zlib.error) as exc:
-                raise _gzip_error(path, number + 1, exc, error) from None
+                raise _gzip_error(path, number + 1, exc) from None
             if not raw:
                 return
             number += 1
             total += len(raw)
             if capped and total > limit:
-                raise _too_large(path, number, limit, error)
+                raise _too_large(path, number, limit)
             if progress is not None and total - told >= PROGRESS_BYTES:
                 told = total
                 progress(min(1.0, stored.tell() / size))
             if len(raw) > max_line_bytes and not raw.endswith(b"\n"):
-                raise error(
+                raise InputError(
                     path, number, f"line longer than {max_line_bytes} bytes; is this the "
                     "right file and format?")
             nul = raw.find(b"\x00")
             if nul >= 0:
-                raise error(path, number, f"a NUL byte (0x00) at column {nul + 1}; is this a "
+                raise InputError(path, number, f"a NUL byte (0x00) at column {nul + 1}; is this a "
                                           "text file?")
-            text = _decode(raw, encoding, path, number, error)
+            text = _decode(raw, encoding, path, number)
             if number == 1 and text.startswith("\ufeff"):
                 text = text[1:]
             yield number, text.rstrip("\r\n")
 
 
-def read_bytes(path, *, max_bytes: int = MAX_FILE_BYTES,
-               error: type[InputError] = InputError) -> bytes:
+def read_bytes(path, *, max_bytes: int = MAX_FILE_BYTES) -> bytes:
     """The whole (decompressed) content of a file of at most ``max_bytes`` bytes (and, for
     gzip data, of at most :func:`decompressed_limit` bytes)."""
-    with open_binary(path, error=error) as fh:
+    with open_binary(path) as fh:
         limit = decompressed_limit() if isinstance(fh, gzip.GzipFile) else None
         if limit is not None and limit < max_bytes:
             max_bytes = limit
@@ -245,11 +244,11 @@ def read_bytes(path, *, max_bytes: int = MAX_FILE_BYTES,
         try:
             data = fh.read(max_bytes + 1)
         except (EOFError, OSError, zlib.error) as exc:
-            raise _gzip_error(path, None, exc, error) from None
+            raise _gzip_error(path, None, exc) from None
     if limit is not None and len(data) > limit:
-        raise _too_large(path, None, limit, error)
+        raise _too_large(path, None, limit)
     if len(data) > max_bytes:
-        raise error(path, None, f"larger than {max_bytes} bytes")
+        raise InputError(path, None, f"larger than {max_bytes} bytes")
     return data
 
 
@@ -320,12 +319,12 @@ def clean_name(value: str, what: str = "name", *, max_chars: int = 100) -> str:
 
 
 def checked_id(value: str, what: str, source, line: int | None, *,
-               max_chars: int = MAX_ID_CHARS, error: type[InputError] = InputError) -> str:
-    """:func:`clean_id`, raising ``error(source, line, reason)`` for a refused id."""
+               max_chars: int = MAX_ID_CHARS) -> str:
+    """:func:`clean_id`, raising ``InputError(source, line, reason)`` for a refused id."""
     try:
         return clean_id(value, what, max_chars=max_chars)
     except ValueError as exc:
-        raise error(source, line, str(exc)) from None
+        raise InputError(source, line, str(exc)) from None
 
 
 # --- writing --------------------------------------------------------------------------------

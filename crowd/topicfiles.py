@@ -1,7 +1,7 @@
 """Reading topic files into plain records. No Django here.
 
 Four layouts are read; each reader returns a list of :class:`TopicRecord` in file order,
-and every error is a :class:`ParseError` naming the file and the line.
+and every error is a :class:`InputError` naming the file and the line.
 
 ``tsv``
     One row per statement: ``id<TAB>statement[<TAB>title]`` (or comma-separated; the
@@ -62,10 +62,6 @@ MAX_ID_CHARS = 100  # topic and intent ids (the database columns)
 MAX_TEXT_CHARS = 20_000  # one title, description, narrative or statement
 
 
-class ParseError(InputError):
-    """A file could not be read; the message names the file and the line."""
-
-
 @dataclass(frozen=True)
 class IntentRecord:
     intent_id: str
@@ -92,18 +88,18 @@ class TopicRecord:
 def open_lines(path: str | Path, encoding: str = "utf-8", progress=None
                ) -> Iterator[tuple[int, str]]:
     """Yield ``(line_number, text)`` (see :func:`common.fileio.open_lines`); errors are
-    :class:`ParseError`."""
-    return fileio.open_lines(path, encoding=encoding, error=ParseError, progress=progress)
+    :class:`InputError`."""
+    return fileio.open_lines(path, encoding=encoding, progress=progress)
 
 
 def topic_id_check(value: str, source: str, line: int | None, what: str = "topic id") -> str:
-    """The id in NFC, or :class:`ParseError` naming the place (see the module docstring)."""
-    return fileio.checked_id(value, what, source, line, max_chars=MAX_ID_CHARS, error=ParseError)
+    """The id in NFC, or :class:`InputError` naming the place (see the module docstring)."""
+    return fileio.checked_id(value, what, source, line, max_chars=MAX_ID_CHARS)
 
 
 def text_check(value: str, what: str, source: str, line: int | None) -> str:
     if len(value) > MAX_TEXT_CHARS:
-        raise ParseError(source, line, f"{what} is {len(value)} characters "
+        raise InputError(source, line, f"{what} is {len(value)} characters "
                                        f"(at most {MAX_TEXT_CHARS}): {quote(value, 60)}")
     return value
 
@@ -129,7 +125,7 @@ def read_topics(path: str | Path, fmt: str, *, ids: str = "given",
         raise ValueError(f"ids must be 'given' or 'position', not {ids!r}")
     source = str(path)
     if fmt == "webxml":
-        records = parse_webxml(fileio.read_bytes(path, error=ParseError), source)
+        records = parse_webxml(fileio.read_bytes(path), source)
     else:
         lines = open_lines(path, encoding)
         if fmt == "tsv":
@@ -143,7 +139,7 @@ def read_topics(path: str | Path, fmt: str, *, ids: str = "given",
             TopicRecord(**{**_as_dict(r), "topic_id": str(n)}) for n, r in enumerate(records, 1)
         ]
     if not records:
-        raise ParseError(source, None, f"no topics found (format {fmt})")
+        raise InputError(source, None, f"no topics found (format {fmt})")
     return records
 
 
@@ -156,7 +152,7 @@ def iter_topics(path: str | Path, fmt: str, *, ids: str = "given", encoding: str
     one record per row (rows of one id are merged by the import, which also finds ids
     repeated in other formats). ``progress(fraction)`` hears how much of the file has been
     read. XML files and ``ids="position"`` are read whole first (their records need the
-    whole file); every error is the same :class:`ParseError` as :func:`read_topics` gives.
+    whole file); every error is the same :class:`InputError` as :func:`read_topics` gives.
     """
     if fmt not in TOPIC_FORMATS:
         raise ValueError(f"unknown topic format {fmt!r}; expected one of {TOPIC_FORMATS}")
@@ -178,7 +174,7 @@ def iter_topics(path: str | Path, fmt: str, *, ids: str = "given", encoding: str
         empty = False
         yield record
     if empty:
-        raise ParseError(source, None, f"no topics found (format {fmt})")
+        raise InputError(source, None, f"no topics found (format {fmt})")
 
 
 def _as_dict(record: TopicRecord) -> dict:
@@ -198,7 +194,7 @@ def _check_unique(records: list[TopicRecord], source: str) -> None:
     seen: dict[str, int] = {}
     for r in records:
         if r.topic_id in seen:
-            raise ParseError(
+            raise InputError(
                 source,
                 r.line,
                 f"topic id {r.topic_id!r} repeated (first on line {seen[r.topic_id]})",
@@ -228,7 +224,7 @@ def split_rows(
             try:
                 cells = next(csv.reader([text], delimiter=delimiter, strict=True))
             except csv.Error as exc:
-                raise ParseError(source, number, f"bad CSV row ({exc})") from None
+                raise InputError(source, number, f"bad CSV row ({exc})") from None
         yield number, [c.strip() for c in cells]
 
 
@@ -243,7 +239,7 @@ def tsv_rows(
             if cells[0].lower() in _HEADER_IDS:
                 continue
         if len(cells) < 2 or len(cells) > 3:
-            raise ParseError(
+            raise InputError(
                 source,
                 number,
                 f"expected 2 or 3 columns (id, statement, title), found {len(cells)}",
@@ -252,7 +248,7 @@ def tsv_rows(
         title = cells[2] if len(cells) == 3 else ""
         topic_id = topic_id_check(topic_id, source, number)
         if not statement:
-            raise ParseError(source, number, f"empty statement for topic {topic_id!r}")
+            raise InputError(source, number, f"empty statement for topic {topic_id!r}")
         text_check(statement, "the statement", source, number)
         text_check(title, "the title", source, number)
         yield TopicRecord(topic_id=topic_id, title=title, statements=(statement,),
@@ -275,7 +271,7 @@ def parse_tsv(
             titles[topic_id] = title
             statements[topic_id] = []
         elif title and titles[topic_id] and title != titles[topic_id]:
-            raise ParseError(
+            raise InputError(
                 source,
                 number,
                 f"topic {topic_id!r} has title {quote(title, 80)} here but "
@@ -317,7 +313,7 @@ def smart_records(lines: Iterable[tuple[int, str]], source: str) -> Iterator[Top
             return None
         text = _clean(" ".join(current["W"]))
         if not text:
-            raise ParseError(source, current["line"], f"query {current['id']!r} has no .W text")
+            raise InputError(source, current["line"], f"query {current['id']!r} has no .W text")
         text_check(text, "the .W text", source, current["line"])
         title = text_check(_clean(" ".join(current["T"])), "the .T title", source,
                            current["line"])
@@ -339,14 +335,14 @@ def smart_records(lines: Iterable[tuple[int, str]], source: str) -> Iterator[Top
                 if done is not None:
                     yield done
                 if not rest or len(rest.split()) != 1:
-                    raise ParseError(source, number,
+                    raise InputError(source, number,
                                      f"'.I' needs one id, found {quote(text.strip(), 80)}")
                 current = {"id": topic_id_check(rest, source, number), "line": number,
                            "W": [], "T": []}
                 fieldname = None
                 continue
             if current is None:
-                raise ParseError(source, number, f"field .{tag} before the first .I")
+                raise InputError(source, number, f"field .{tag} before the first .I")
             fieldname = tag
             if rest and tag in ("W", "T"):
                 current[tag].append(rest)
@@ -354,9 +350,9 @@ def smart_records(lines: Iterable[tuple[int, str]], source: str) -> Iterator[Top
         if not text.strip():
             continue
         if current is None:
-            raise ParseError(source, number, "text before the first .I")
+            raise InputError(source, number, "text before the first .I")
         if fieldname is None:
-            raise ParseError(source, number, f"text after .I {current['id']} outside a field")
+            raise InputError(source, number, f"text after .I {current['id']} outside a field")
         if fieldname in ("W", "T"):
             current[fieldname].append(text)
     done = finish()
@@ -399,9 +395,9 @@ def trec_records(lines: Iterable[tuple[int, str]], source: str) -> Iterator[Topi
                     yield _trec_record(block, source, block_line)
                     block = None
                 continue
-            raise ParseError(source, number, f"expected <top>, found {quote(stripped, 40)}")
+            raise InputError(source, number, f"expected <top>, found {quote(stripped, 40)}")
         if stripped.lower().startswith("<top>"):
-            raise ParseError(source, number, f"<top> inside the topic opened on line {block_line}")
+            raise InputError(source, number, f"<top> inside the topic opened on line {block_line}")
         if stripped.lower().endswith("</top>"):
             block.append((number, text[: text.lower().rfind("</top>")]))
             yield _trec_record(block, source, block_line)
@@ -409,7 +405,7 @@ def trec_records(lines: Iterable[tuple[int, str]], source: str) -> Iterator[Topi
             continue
         block.append((number, text))
     if block is not None:
-        raise ParseError(source, block_line, "<top> is never closed with </top>")
+        raise InputError(source, block_line, "<top> is never closed with </top>")
 
 
 def _trec_record(block: list[tuple[int, str]], source: str, block_line: int) -> TopicRecord:
@@ -428,7 +424,7 @@ def _trec_record(block: list[tuple[int, str]], source: str, block_line: int) -> 
                 continue
             if tag in _TREC_FIELDS:
                 if tag in seen_line:
-                    raise ParseError(
+                    raise InputError(
                         source, number, f"<{tag}> repeated (first on line {seen_line[tag]})"
                     )
                 seen_line[tag] = number
@@ -443,9 +439,9 @@ def _trec_record(block: list[tuple[int, str]], source: str, block_line: int) -> 
         value = _clean(" ".join(fields.get(tag, [])))
         values[tag] = _clean(_TREC_LABELS[tag].sub("", value, count=1))
     if not values["num"]:
-        raise ParseError(source, seen_line.get("num", block_line), "topic without a <num>")
+        raise InputError(source, seen_line.get("num", block_line), "topic without a <num>")
     if len(values["num"].split()) != 1:
-        raise ParseError(source, seen_line["num"], f"<num> is not one id: {quote(values['num'])}")
+        raise InputError(source, seen_line["num"], f"<num> is not one id: {quote(values['num'])}")
     topic_id = topic_id_check(values["num"], source, seen_line["num"])
     for tag, what in (("title", "<title>"), ("desc", "<desc>"), ("narr", "<narr>")):
         text_check(values[tag], what, source, seen_line.get(tag, block_line))
@@ -492,10 +488,10 @@ def parse_webxml(data: bytes, source: str) -> list[TopicRecord]:
         parser.feed(data)
         root = parser.close()
     except ET.ParseError as exc:
-        raise ParseError(source, exc.position[0], f"malformed XML ({str(exc).split(':')[0]})") \
+        raise InputError(source, exc.position[0], f"malformed XML ({str(exc).split(':')[0]})") \
             from None
     except DefusedXmlException as exc:
-        raise ParseError(source, getattr(exc, "lineno", None),
+        raise InputError(source, getattr(exc, "lineno", None),
                          f"refused XML ({type(exc).__name__}: entities and external "
                          "references are not allowed)") from None
 
@@ -505,20 +501,20 @@ def parse_webxml(data: bytes, source: str) -> list[TopicRecord]:
     inside = {id(e) for topic in root.iter("topic") for e in topic.iter()}
     for element in root.iter():
         if element.tag in ("query", "description", "subtopic") and id(element) not in inside:
-            raise ParseError(source, line(element), f"<{element.tag}> outside a <topic>")
+            raise InputError(source, line(element), f"<{element.tag}> outside a <topic>")
     records: list[TopicRecord] = []
     for topic in root.iter("topic"):
         where = line(topic)
         if topic.find(".//topic") is not None:
-            raise ParseError(source, line(topic.find(".//topic")),
+            raise InputError(source, line(topic.find(".//topic")),
                              "<topic> inside another <topic>")
         number = (topic.get("number") or "").strip()
         if not number:
-            raise ParseError(source, where, "<topic> without a number attribute")
+            raise InputError(source, where, "<topic> without a number attribute")
         number = topic_id_check(number, source, where)
         query = _text(topic.find("query"))
         if not query:
-            raise ParseError(source, where, f"topic {number} has no <query>")
+            raise InputError(source, where, f"topic {number} has no <query>")
         description = _text(topic.find("description"))
         text_check(query, "<query>", source, where)
         text_check(description, "<description>", source, where)
@@ -526,10 +522,10 @@ def parse_webxml(data: bytes, source: str) -> list[TopicRecord]:
         for sub in topic.iter("subtopic"):
             sub_number = (sub.get("number") or "").strip()
             if not sub_number:
-                raise ParseError(source, line(sub), "<subtopic> without a number attribute")
+                raise InputError(source, line(sub), "<subtopic> without a number attribute")
             sub_number = topic_id_check(sub_number, source, line(sub), "subtopic number")
             if any(i.intent_id == sub_number for i in intents):
-                raise ParseError(source, line(sub), f"subtopic {sub_number} repeated in topic "
+                raise InputError(source, line(sub), f"subtopic {sub_number} repeated in topic "
                                                     f"{number}")
             intents.append(IntentRecord(
                 intent_id=sub_number, kind=(sub.get("type") or "").strip(),

@@ -1,7 +1,7 @@
 """Reading query-variant files into plain records. No Django here.
 
 Each reader returns a list of :class:`VariantRecord` in file order; every error is a
-:class:`crowd.topicfiles.ParseError` naming the file and the line. ``.gz`` is accepted.
+:class:`common.fileio.InputError` naming the file and the line. ``.gz`` is accepted.
 Blank lines are skipped everywhere.
 
 ``uqv100``
@@ -40,9 +40,9 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from common import fileio
-from common.fileio import plain_name, quote
+from common.fileio import InputError, plain_name, quote
 from crowd.normalise import normalise_query
-from crowd.topicfiles import ParseError, split_rows, topic_id_check
+from crowd.topicfiles import split_rows, topic_id_check
 
 VARIANT_FORMATS = ("uqv100", "robust04-uqv", "tsv")
 MAX_QUERY_CHARS = 1000
@@ -75,7 +75,7 @@ def iter_variants(path: str | Path, fmt: str, *, encoding: str = "utf-8",
     source = str(path)
     if fmt not in VARIANT_FORMATS:
         raise ValueError(f"unknown variant format {fmt!r}; expected one of {VARIANT_FORMATS}")
-    lines = fileio.open_lines(path, encoding=encoding, error=ParseError, progress=progress)
+    lines = fileio.open_lines(path, encoding=encoding, progress=progress)
     if fmt == "uqv100":
         records = uqv100_records(lines, source)
     elif fmt == "robust04-uqv":
@@ -88,18 +88,18 @@ def iter_variants(path: str | Path, fmt: str, *, encoding: str = "utf-8",
         empty = False
         yield record
     if empty:
-        raise ParseError(source, None, f"no query variants found (format {fmt})")
+        raise InputError(source, None, f"no query variants found (format {fmt})")
 
 
 def _raw_query(text: str, source: str, number: int) -> str:
     raw = text.strip()
     if not raw:
-        raise ParseError(source, number, "empty query")
+        raise InputError(source, number, "empty query")
     if len(raw) > MAX_QUERY_CHARS:
-        raise ParseError(source, number, f"query is {len(raw)} characters (at most "
+        raise InputError(source, number, f"query is {len(raw)} characters (at most "
                                          f"{MAX_QUERY_CHARS}): {quote(raw, 60)}")
     if not normalise_query(raw):
-        raise ParseError(source, number, f"query {quote(raw)} has no words after normalisation")
+        raise InputError(source, number, f"query {quote(raw)} has no words after normalisation")
     return raw
 
 
@@ -107,17 +107,16 @@ def _count(text: str, source: str, number: int) -> int:
     try:
         return fileio.parse_int(text, "count", low=1)
     except ValueError as exc:
-        raise ParseError(source, number, str(exc)) from None
+        raise InputError(source, number, str(exc)) from None
 
 
 def _worker(text: str, source: str, number: int) -> str:
-    return fileio.checked_id(text, "worker id", source, number, max_chars=MAX_WORKER_CHARS,
-                             error=ParseError)
+    return fileio.checked_id(text, "worker id", source, number, max_chars=MAX_WORKER_CHARS)
 
 
 def _estimate(text: str, source: str, number: int) -> str:
     if len(text) > MAX_ESTIMATE_CHARS:
-        raise ParseError(source, number, f"estimate {quote(text, 60)} is longer than "
+        raise InputError(source, number, f"estimate {quote(text, 60)} is longer than "
                                          f"{MAX_ESTIMATE_CHARS} characters")
     return text
 
@@ -135,12 +134,12 @@ def uqv100_records(lines: Iterable[tuple[int, str]], source: str) -> Iterator[Va
         if not text.strip():
             continue
         if "\t" not in text:
-            raise ParseError(source, number, "no TAB between the fields and the query")
+            raise InputError(source, number, "no TAB between the fields and the query")
         left, query = text.split("\t", 1)
         fields = [f.strip() for f in left.split("|")]
         at = [i for i, f in enumerate(fields) if _UQV_TOPIC.match(f)]
         if len(at) != 1:
-            raise ParseError(
+            raise InputError(
                 source,
                 number,
                 "expected exactly one UQV100.<digits> topic field, found "
@@ -148,7 +147,7 @@ def uqv100_records(lines: Iterable[tuple[int, str]], source: str) -> Iterator[Va
             )
         t = at[0]
         if len(fields) < t + 4:
-            raise ParseError(
+            raise InputError(
                 source, number, "expected topic|worker|estimate|...|count before the TAB"
             )
         topic_id = topic_id_check(fields[t], source, number)
@@ -185,16 +184,16 @@ def robust04_uqv_records(lines: Iterable[tuple[int, str]], source: str) -> Itera
         if not text.strip():
             continue
         if ";" not in text:
-            raise ParseError(source, number, "expected 'topic-user-seq;query'")
+            raise InputError(source, number, "expected 'topic-user-seq;query'")
         variant_id, query = text.split(";", 1)
         variant_id = topic_id_check(variant_id.strip(), source, number, "variant id")
         match = _ROBUST_ID.match(variant_id)
         if not match:
-            raise ParseError(
+            raise InputError(
                 source, number, f"id {quote(variant_id)} is not of the form topic-user-seq"
             )
         if variant_id in seen:
-            raise ParseError(
+            raise InputError(
                 source, number, f"id {variant_id!r} repeated (first on line {seen[variant_id]})"
             )
         seen[variant_id] = number
@@ -233,7 +232,7 @@ def tsv_records(
             if cells[0].lower() in _HEADER_TOPICS:
                 continue
         if not 2 <= len(cells) <= 4:
-            raise ParseError(
+            raise InputError(
                 source,
                 number,
                 f"expected 2 to 4 columns (topic, query, worker, count), found {len(cells)}",

@@ -49,12 +49,12 @@ import krippendorff
 import numpy as np
 import pandas as pd
 
+from common.fileio import InputError
 from crowd.naturalsort import natural_key
 
 __all__ = [
     "COLUMNS",
     "LEVELS",
-    "LabelsFormatError",
     "agreement_summary",
     "cohen_kappa",
     "fleiss_kappa",
@@ -70,15 +70,6 @@ LEVELS = ("nominal", "ordinal", "interval")
 CROWD_INTENT = "0"
 
 PathLike = Union[str, os.PathLike]
-
-
-class LabelsFormatError(ValueError):
-    """A malformed labels file; the message names the file and the 1-based line."""
-
-    def __init__(self, path: PathLike, lineno: int, message: str):
-        super().__init__(f"{path}, line {lineno}: {message}")
-        self.path = str(path)
-        self.lineno = lineno
 
 
 # ---------------------------------------------------------------------------- tables
@@ -120,22 +111,22 @@ def read_labels_tsv(path: PathLike) -> pd.DataFrame:
                 continue
             parts = line.split()
             if len(parts) != 5:
-                raise LabelsFormatError(
+                raise InputError(
                     path, lineno, f"expected 5 columns (topic intent docid assessor grade), "
                                   f"found {len(parts)}")
             try:
                 grade = int(parts[4])
             except ValueError:
-                raise LabelsFormatError(path, lineno, f"grade {parts[4]!r} is not an integer") from None
+                raise InputError(path, lineno, f"grade {parts[4]!r} is not an integer") from None
             key = tuple(parts[:4])
             if key in seen:
-                raise LabelsFormatError(
+                raise InputError(
                     path, lineno, f"assessor {parts[3]} already labelled this document for "
                                   f"topic {parts[0]} intent {parts[1]} on line {seen[key]}")
             seen[key] = lineno
             rows.append((*parts[:4], grade))
     if not rows:
-        raise LabelsFormatError(path, 1, "no labels")
+        raise InputError(path, 1, "no labels")
     return label_table(rows)
 
 
@@ -155,25 +146,25 @@ def read_trec_rf10_crowd(path: PathLike) -> pd.DataFrame:
         header = next(reader, None)
         expected = ["topicID", "workerID", "docID", "gold", "label"]
         if header is None or [h.strip() for h in header[:5]] != expected:
-            raise LabelsFormatError(path, 1, "expected the header topicID workerID docID gold label")
+            raise InputError(path, 1, "expected the header topicID workerID docID gold label")
         for lineno, parts in enumerate(reader, 2):
             if not parts or not "".join(parts).strip():
                 continue
             if len(parts) != 5:
-                raise LabelsFormatError(path, lineno, f"expected 5 tab-separated columns, found {len(parts)}")
+                raise InputError(path, lineno, f"expected 5 tab-separated columns, found {len(parts)}")
             topic, worker, docid, _gold, label = (p.strip() for p in parts)
             try:
                 grade = int(label)
             except ValueError:
-                raise LabelsFormatError(path, lineno, f"label {label!r} is not an integer") from None
+                raise InputError(path, lineno, f"label {label!r} is not an integer") from None
             if grade not in (-2, 0, 1, 2):
-                raise LabelsFormatError(path, lineno, f"label {grade} is not one of -2, 0, 1, 2")
+                raise InputError(path, lineno, f"label {grade} is not one of -2, 0, 1, 2")
             key = (topic, docid, worker)
             rows.pop(key, None)  # the last judgment wins, in file order
             if grade != -2:
                 rows[key] = grade
     if not rows:
-        raise LabelsFormatError(path, 1, "no labels")
+        raise InputError(path, 1, "no labels")
     return label_table((t, CROWD_INTENT, d, w, g) for (t, d, w), g in rows.items())
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from common import fileio
 from evaluation import agreement
 
 LABEL_FORMATS = ("tsv", "trec-rf10")
@@ -211,6 +212,6 @@ def _stored_specs_and_runs(topic_set: str, tags: list[str], qrels, measure: str)
         raise ValueError(f"{qrels.source}: per-intent scores need diversity qrels (topic intent docid grade)")
     try:
         runset = measures.RunSet.from_rankings(stored_runs(topic_set=topic_set, tags=tags))
-    except measures.EvaluationInputError as exc:
+    except fileio.InputError as exc:
         raise ValueError(str(exc)) from None
     return specs, runset

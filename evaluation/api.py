@@ -10,6 +10,7 @@ from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
+from common import fileio
 from common.api import name_field, service_call
 from crowd.selectors import topic_set_get
 from evaluation import measures, selectors, services
@@ -50,7 +51,7 @@ class EvaluationCreateSerializer(serializers.Serializer):
     def validate_measures(self, value):
         try:
             measures.parse_measures(value)
-        except measures.EvaluationInputError as exc:
+        except fileio.InputError as exc:
             raise serializers.ValidationError(str(exc)) from None
         return value.strip()
 

@@ -6,7 +6,7 @@ scoring itself is :mod:`evaluation.measures` (no Django there).
 from __future__ import annotations
 
 from evaluation.measures import Qrels
-from evaluation.measures.runs import EvaluationInputError
+from common.fileio import InputError
 from judging.selectors import judgment_set_get, qrels_lines
 from retrieval.selectors import run_find, run_rankings
 
@@ -20,24 +20,24 @@ def stored_runs(*, topic_set: str, tags: list[str] | None = None, collection: st
     positions. Variant runs (one ranking per query variant) are refused: their query ids
     are not topics."""
     if not tags and not (collection and model):
-        raise EvaluationInputError("--topic-set", None, "give --tag, or --collection and --model")
+        raise InputError("--topic-set", None, "give --tag, or --collection and --model")
     finders = ([dict(tag=t) for t in tags] if tags else [dict(collection_name=collection, model_name=model)])
     out = []
     for kw in finders:
         try:
             run = run_find(topic_set_name=topic_set, **kw)
         except ValueError as exc:
-            raise EvaluationInputError("--topic-set", None, str(exc)) from None
+            raise InputError("--topic-set", None, str(exc)) from None
         where = f"stored run {run.tag or run.pk} of topic set {topic_set!r}"
         if run.source == "variants":
-            raise EvaluationInputError(
+            raise InputError(
                 "--topic-set", None, f"{where} ranks query variants, not topics; evaluate a titles, "
                 "descriptions or system run")
         per = {}
         for qid, docids, scores in run_rankings(run):
             per[qid] = (docids, scores, list(range(1, len(docids) + 1)))
         if not per:
-            raise EvaluationInputError("--topic-set", None, f"{where} has no rankings")
+            raise InputError("--topic-set", None, f"{where} has no rankings")
         tag = run.tag or f"{run.model.name}-{run.collection.name}-{run.source}"
         out.append((tag, where, per))
     return out
@@ -49,7 +49,7 @@ def judgment_set_qrels(name: str, kind: str) -> Qrels:
     try:
         lines = qrels_lines(judgment_set_get(name), kind)
     except ValueError as exc:
-        raise EvaluationInputError("--judgments", None, str(exc)) from None
+        raise InputError("--judgments", None, str(exc)) from None
     judgments: dict = {}
     for line in lines:
         if kind == "adhoc":

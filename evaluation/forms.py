@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from django import forms
 
+from common import fileio
+
 from evaluation import measures
 from evaluation.measures.runs import ORDERS
 
@@ -54,7 +56,7 @@ def _source_params(value: str, suffix: str = "") -> dict:
 def _check_measures(text: str, one: bool = False) -> str:
     try:
         specs = measures.parse_measures(text)
-    except measures.EvaluationInputError as exc:
+    except fileio.InputError as exc:
         raise forms.ValidationError(str(exc)) from None
     if one and (len(specs) != 1 or len(specs[0].keys) != 1):
         raise forms.ValidationError("give exactly one measure, e.g. nDCG@10")

@@ -36,8 +36,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from common.fileio import InputError
+
 __all__ = [
-    "ScoresFormatError",
     "intent_pair_taus",
     "kendall_tau_b",
     "read_scores",
@@ -50,13 +51,6 @@ __all__ = [
 ]
 
 PathLike = Union[str, os.PathLike]
-
-
-class ScoresFormatError(ValueError):
-    """A malformed scores file; the message names the file and the line."""
-
-    def __init__(self, path: PathLike, lineno: int, message: str):
-        super().__init__(f"{path}, line {lineno}: {message}")
 
 
 # ------------------------------------------------------------------ correlations
@@ -262,26 +256,26 @@ def read_scores(path: PathLike, measure: str | None = None) -> pd.DataFrame:
             continue
         parts = line.split()
         if len(parts) not in (2, 3):
-            raise ScoresFormatError(path, lineno, "expected 'system score' or 'system topic score'")
+            raise InputError(path, lineno, "expected 'system score' or 'system topic score'")
         if width is None:
             width = len(parts)
         elif len(parts) != width:
-            raise ScoresFormatError(path, lineno, f"expected {width} columns like the first line")
+            raise InputError(path, lineno, f"expected {width} columns like the first line")
         try:
             score = float(parts[-1])
         except ValueError:
-            raise ScoresFormatError(path, lineno, f"score {parts[-1]!r} is not a number") from None
+            raise InputError(path, lineno, f"score {parts[-1]!r} is not a number") from None
         if not math.isfinite(score):
-            raise ScoresFormatError(path, lineno, f"score {parts[-1]!r} is not finite")
+            raise InputError(path, lineno, f"score {parts[-1]!r} is not finite")
         rows.append((parts[0], parts[1] if width == 3 else None, score, lineno))
     if not rows:
-        raise ScoresFormatError(path, 1, "no scores")
+        raise InputError(path, 1, "no scores")
     frame = pd.DataFrame(rows, columns=["system", "topic", "score", "line"])
     dup = frame.duplicated(["system", "topic"], keep="first")
     if dup.any():
         row = frame[dup].iloc[0]
         what = f"system {row.system}" + (f" topic {row.topic}" if width == 3 else "")
-        raise ScoresFormatError(path, int(row.line), f"{what} is scored twice")
+        raise InputError(path, int(row.line), f"{what} is scored twice")
     return frame.drop(columns="line")
 
 
@@ -289,7 +283,7 @@ def _read_evaluate_json(path, text: str, measure: str | None) -> pd.DataFrame:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ScoresFormatError(path, exc.lineno, f"not valid JSON: {exc.msg}") from None
+        raise InputError(path, exc.lineno, f"not valid JSON: {exc.msg}") from None
     runs = data.get("runs") if isinstance(data, dict) else None
     if not isinstance(runs, dict) or not runs:
         raise ValueError(f"{path}: expected an evaluate --json output with a 'runs' object")

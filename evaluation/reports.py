@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from common import figures
+from common import figures, fileio
 
 Progress = Callable[[float], None]
 
@@ -52,7 +52,7 @@ def _evaluate(topic_set, tags, measures_text, judgments, qrels, complete, order)
         check_measures(specs, stored.kind, False)
         runs = measures.RunSet.from_rankings(stored_runs(topic_set=topic_set, tags=_run_tags(topic_set, tags)))
         result = measures.evaluate_runs(runs, stored, specs, order=order, complete=complete)
-    except measures.EvaluationInputError as exc:
+    except fileio.InputError as exc:
         raise ValueError(str(exc)) from None
     return result, [k for s in specs for k in s.keys], stored.source
 

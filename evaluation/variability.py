@@ -19,6 +19,8 @@ from typing import Callable
 
 import numpy as np
 
+from common import fileio
+
 from crowd.naturalsort import natural_key
 from evaluation import measures, variance
 from evaluation.measures.engine import check_measures
@@ -52,7 +54,7 @@ def stored_qrels(*, kind: str, judgments: str | None = None, qrels: str | None =
     if judgments:
         try:
             return judgment_set_qrels(judgments, kind)
-        except measures.EvaluationInputError as exc:
+        except fileio.InputError as exc:
             raise ValueError(str(exc)) from None
     from pooling.selectors import qrels_get, qrels_judgments
 
@@ -126,7 +128,7 @@ def _system_runs(topic_set: str) -> list[tuple[str, str, dict]]:
         return []
     try:
         return stored_runs(topic_set=topic_set, tags=tags)
-    except measures.EvaluationInputError as exc:
+    except fileio.InputError as exc:
         raise ValueError(str(exc)) from None
 
 
@@ -166,7 +168,7 @@ def variability(topic_set: str, *, measure: str, judgments: str | None = None,
     kind = specs[0].qrels_kind
     try:
         check_measures(specs, kind, False)
-    except measures.EvaluationInputError as exc:
+    except fileio.InputError as exc:
         raise ValueError(str(exc)) from None
     judged = stored_qrels(kind=kind, judgments=judgments, qrels=qrels)
     key = specs[0].keys[0]

@@ -31,8 +31,9 @@ from typing import Sequence, Union
 import numpy as np
 import pandas as pd
 
+from common.fileio import InputError
+
 __all__ = [
-    "IntentScoresFormatError",
     "allocation_table",
     "fit_models",
     "read_intent_scores",
@@ -40,11 +41,6 @@ __all__ = [
 ]
 
 PathLike = Union[str, os.PathLike]
-
-
-class IntentScoresFormatError(ValueError):
-    def __init__(self, path: PathLike, lineno: int, message: str):
-        super().__init__(f"{path}, line {lineno}: {message}")
 
 
 COLUMNS = ("system", "query", "intent", "score")
@@ -76,7 +72,7 @@ def read_intent_scores(path: PathLike) -> pd.DataFrame:
                 if set(names) & set(COLUMNS) and not _is_number(names[-1]):
                     missing = [c for c in COLUMNS if c not in names]
                     if missing or len(names) != 4:
-                        raise IntentScoresFormatError(
+                        raise InputError(
                             path, lineno, "a header must name the columns system, query, intent "
                             f"and score once each; found {' '.join(names)}")
                     order = tuple(names.index(c) for c in COLUMNS)
@@ -88,24 +84,24 @@ def read_intent_scores(path: PathLike) -> pd.DataFrame:
             if header[0] and len(parts) == 5:
                 parts = parts[1:]  # a row name
             if len(parts) != 4:
-                raise IntentScoresFormatError(
+                raise InputError(
                     path, lineno, f"expected 4 columns (system query intent score), found {len(parts)}")
             parts = [parts[i] for i in order]
             try:
                 score = float(parts[3])
             except ValueError:
-                raise IntentScoresFormatError(path, lineno, f"score {parts[3]!r} is not a number") from None
+                raise InputError(path, lineno, f"score {parts[3]!r} is not a number") from None
             if not math.isfinite(score):
-                raise IntentScoresFormatError(path, lineno, f"score {parts[3]!r} is not finite")
+                raise InputError(path, lineno, f"score {parts[3]!r} is not finite")
             key = tuple(parts[:3])
             if key in seen:
-                raise IntentScoresFormatError(
+                raise InputError(
                     path, lineno,
                     f"system {key[0]} query {key[1]} intent {key[2]} already scored on line {seen[key]}")
             seen[key] = lineno
             rows.append((*parts[:3], score))
     if not rows:
-        raise IntentScoresFormatError(path, 1, "no scores")
+        raise InputError(path, 1, "no scores")
     return intent_scores_frame(rows)
 
 

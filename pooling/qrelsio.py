@@ -50,7 +50,6 @@ __all__ = [
     "ADHOC_FORMATS",
     "ID_MAPS",
     "QRELS_FORMATS",
-    "QrelsFormatError",
     "read_adhoc_qrels",
     "read_diversity_qrels",
     "read_qrels",
@@ -65,10 +64,6 @@ ID_MAPS = ("strip-zeros",)
 MAX_TOPIC_CHARS = 100
 MAX_DOCID_CHARS = 255
 GRADE_MIN, GRADE_MAX = -32768, 32767
-
-
-class QrelsFormatError(InputError):
-    """A malformed line; the message names the file and the 1-based line number."""
 
 
 class AdhocQrel(NamedTuple):
@@ -89,31 +84,31 @@ def _lines(path: PathLike, encoding: str, fmt: str = "adhoc"
            ) -> Iterator[tuple[int, list[str]]]:
     """Checked lines as ``[topic, second, docid, grade]`` fields (SMART and cranqrel lines
     turned into that form)."""
-    for lineno, line in fileio.open_lines(path, encoding=encoding, error=QrelsFormatError):
+    for lineno, line in fileio.open_lines(path, encoding=encoding):
         s = line.strip()
         if not s or s.startswith("#"):
             continue
         parts = s.split()
         if fmt == "smart":
             if len(parts) < 2:
-                raise QrelsFormatError(
+                raise InputError(
                     path, lineno, f"expected 'query docid' (SMART), got {quote(s, 80)}")
             parts = [parts[0], "0", parts[1], "1"]
         elif fmt == "cranqrel":
             if len(parts) != 3:
-                raise QrelsFormatError(
+                raise InputError(
                     path, lineno, f"expected 3 fields 'query docid code' (cranqrel), got "
                     f"{len(parts)}: {quote(s, 80)}")
             try:
                 code = fileio.parse_int(parts[2], "relevance code", low=-1, high=5)
             except ValueError as exc:
-                raise QrelsFormatError(path, lineno, str(exc)) from None
+                raise InputError(path, lineno, str(exc)) from None
             parts = [parts[0], "0", parts[1], str(5 - code if 1 <= code <= 4 else 0)]
         elif len(parts) != 4:
             hint = ""
             if len(parts) == 3:
                 hint = " (three fields 'query docid code' are Cranfield's: --format cranqrel)"
-            raise QrelsFormatError(
+            raise InputError(
                 path, lineno, f"expected 4 fields, got {len(parts)}: {quote(s, 80)}{hint}")
         yield lineno, parts
 
@@ -122,13 +117,12 @@ def _record(path: PathLike, lineno: int, parts: list[str], second_name: str):
     t, second, d, r = parts
 
     def checked(value, what, limit):
-        return fileio.checked_id(value, what, path, lineno, max_chars=limit,
-                                 error=QrelsFormatError)
+        return fileio.checked_id(value, what, path, lineno, max_chars=limit)
 
     try:
         rel = fileio.parse_int(r, "relevance", low=GRADE_MIN, high=GRADE_MAX)
     except ValueError as exc:
-        raise QrelsFormatError(path, lineno, str(exc)) from None
+        raise InputError(path, lineno, str(exc)) from None
     return (checked(t, "topic id", MAX_TOPIC_CHARS), checked(second, second_name, MAX_TOPIC_CHARS),
             checked(d, "document id", MAX_DOCID_CHARS), rel)
 
@@ -163,14 +157,14 @@ def strip_zeros(topic_id: str) -> str:
 def read_qrels(path: PathLike, fmt: str, *, encoding: str = "utf-8",
                id_map: str | None = None) -> list[tuple[int, AdhocQrel | DiversityQrel]]:
     """Every judgment of a qrels file as ``(line number, record)``, checked as a whole
-    (see the module docstring). Raises :class:`QrelsFormatError`."""
+    (see the module docstring). Raises :class:`InputError`."""
     if fmt not in QRELS_FORMATS:
         raise ValueError(f"qrels format must be one of {', '.join(QRELS_FORMATS)}, not {fmt!r}")
     if id_map is not None and id_map not in ID_MAPS:
         raise ValueError(f"id map must be one of {', '.join(ID_MAPS)}, not {id_map!r}")
     rows = list(_read(path, fmt, encoding))
     if not rows:
-        raise QrelsFormatError(path, None, "no judgments found")
+        raise InputError(path, None, "no judgments found")
     if fmt in ("adhoc", "diversity"):
         _format_check(path, fmt, rows)
     if id_map == "strip-zeros":
@@ -187,7 +181,7 @@ def read_qrels(path: PathLike, fmt: str, *, encoding: str = "utf-8",
             if fmt == "adhoc" and dict(rows)[first].iteration != r.iteration:
                 hint = ("; the second column differs, so if it numbers subtopics, import with "
                         "--format diversity")
-            raise QrelsFormatError(
+            raise InputError(
                 path, lineno, f"second grade ({r.rel}) for {what}, already graded {grade} on "
                 f"line {first}{hint}")
         seen[key] = (lineno, r.rel)
@@ -198,14 +192,14 @@ def _format_check(path: PathLike, fmt: str, rows) -> None:
     second = {r[1] for _, r in rows}
     if (len(second) > 1 and {r.docid for _, r in rows} == {"0"}
             and {r.rel for _, r in rows} == {0}):
-        raise QrelsFormatError(
+        raise InputError(
             path, rows[0][0],
             f"every line has document id '0' and grade 0 while the second column takes "
             f"{len(second)} values: this looks like SMART qrels ('query docid 0 0', e.g. "
             "CACM's qrels.text), not TREC qrels ('topic 0 docid rel'): import it with "
             "--format smart (CACM also ships the TREC form as cacm.qrels)")
     if fmt == "diversity" and len(rows) > 1 and second == {"0"}:
-        raise QrelsFormatError(
+        raise InputError(
             path, rows[0][0], "the subtopic column is 0 on every line: these are ad hoc qrels "
             "('topic 0 docid rel'); import them with --format adhoc")
 

@@ -352,8 +352,8 @@ def qrels_import(path, *, format: str, name: str, topic_set_name: str | None = N
                                else Qrels.FORMAT_DIVERSITY)
     name = clean_name(name, "qrels name", max_chars=Qrels._meta.get_field("name").max_length)
     try:
-        path = fileio.require_file(path, error=qrelsio.QrelsFormatError)
-    except qrelsio.QrelsFormatError as exc:
+        path = fileio.require_file(path)
+    except fileio.InputError as exc:
         raise ValueError(f"no such qrels file: {exc}") from None
     if Qrels.objects.filter(name=name).exists():
         raise ValueError(f"qrels named {name!r} already exist")

@@ -2,7 +2,7 @@
 
 Every reader streams ``Document(docid, contents, raw)`` records from one file through
 :mod:`common.fileio` (gzip accepted; text decoded strictly, UTF-8 unless ``encoding=`` says
-otherwise) and raises :class:`CollectionFormatError` naming the file and line of the first
+otherwise) and raises :class:`InputError` naming the file and line of the first
 problem. ``contents`` is what gets indexed; ``raw`` is what the document page shows.
 
 Formats
@@ -48,33 +48,27 @@ class Document:
     raw: str
 
 
-class CollectionFormatError(InputError):
-    """A collection file is malformed; the message names the file and line."""
-
-
 def _lines(path, encoding: str):
     """``(line number, text with its newline)``: the readers keep line breaks in raw text."""
-    for number, text in fileio.open_lines(path, encoding=encoding, max_line_bytes=MAX_LINE_BYTES,
-                                          error=CollectionFormatError):
+    for number, text in fileio.open_lines(path, encoding=encoding, max_line_bytes=MAX_LINE_BYTES):
         yield number, text + "\n"
 
 
 def _check_docid(path, line_no: int, docid: str, seen: set) -> str:
-    docid = fileio.checked_id(docid, "document id", path, line_no, max_chars=MAX_DOCID_CHARS,
-                              error=CollectionFormatError)
+    docid = fileio.checked_id(docid, "document id", path, line_no, max_chars=MAX_DOCID_CHARS)
     if docid in seen:
-        raise CollectionFormatError(path, line_no, f"duplicate document id {quote(docid)}")
+        raise InputError(path, line_no, f"duplicate document id {quote(docid)}")
     seen.add(docid)
     return docid
 
 
 def _check_document(path, line_no: int, doc: Document, allow_empty: bool) -> Document:
     if not allow_empty and not doc.contents.strip():
-        raise CollectionFormatError(
+        raise InputError(
             path, line_no, f"document {quote(doc.docid)} has no text to index (Anserini "
             "would drop it)")
     if len(doc.raw) > MAX_DOCUMENT_CHARS:
-        raise CollectionFormatError(
+        raise InputError(
             path, line_no, f"document {quote(doc.docid)} is longer than {MAX_DOCUMENT_CHARS} "
             "characters")
     return doc
@@ -86,7 +80,7 @@ def read_collection(path: str | Path, fmt: str, *, encoding: str = "utf-8",
     readers = {"jsonl": read_jsonl, "trec": read_trec, "smart": read_smart}
     if fmt not in readers:
         raise ValueError(f"unknown collection format {fmt!r}; use one of {', '.join(FORMATS)}")
-    path = fileio.require_file(path, error=CollectionFormatError)
+    path = fileio.require_file(path)
     return readers[fmt](path, encoding=encoding, allow_empty=allow_empty)
 
 
@@ -100,11 +94,11 @@ def read_jsonl(path: str | Path, *, encoding: str = "utf-8",
             obj = json.loads(line)
         except (json.JSONDecodeError, RecursionError) as exc:
             reason = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
-            raise CollectionFormatError(path, line_no, f"invalid JSON ({reason})") from None
+            raise InputError(path, line_no, f"invalid JSON ({reason})") from None
         if not isinstance(obj, dict):
-            raise CollectionFormatError(path, line_no, "expected a JSON object")
+            raise InputError(path, line_no, "expected a JSON object")
         if "id" not in obj:
-            raise CollectionFormatError(path, line_no, "missing \"id\"")
+            raise InputError(path, line_no, "missing \"id\"")
         docid = _check_docid(path, line_no, str(obj["id"]).strip(), seen)
         if "contents" in obj:
             contents = str(obj["contents"] or "")
@@ -113,7 +107,7 @@ def read_jsonl(path: str | Path, *, encoding: str = "utf-8",
                 str(obj[k]) for k in ("title", "text") if obj.get(k)
             )
         else:
-            raise CollectionFormatError(
+            raise InputError(
                 path, line_no, "missing \"contents\" (or \"title\"/\"text\")"
             )
         yield _check_document(path, line_no, Document(docid, contents, contents), allow_empty)
@@ -140,34 +134,34 @@ def read_trec(path: str | Path, *, encoding: str = "utf-8",
                     yield _trec_doc(path, start, "".join(buf), seen, allow_empty)
                     start = None
             elif upper.startswith("</DOC>"):
-                raise CollectionFormatError(path, line_no, "</DOC> without an opening <DOC>")
+                raise InputError(path, line_no, "</DOC> without an opening <DOC>")
             elif stripped:
-                raise CollectionFormatError(
+                raise InputError(
                     path, line_no, f"text outside <DOC>...</DOC>: {quote(stripped, 40)}"
                 )
             continue
         if upper.startswith("<DOC>"):
-            raise CollectionFormatError(
+            raise InputError(
                 path, start, f"<DOC> opened here is not closed before line {line_no}"
             )
         buf.append(line)
         size += len(line)
         if size > MAX_DOCUMENT_CHARS:
-            raise CollectionFormatError(
+            raise InputError(
                 path, start, f"document longer than {MAX_DOCUMENT_CHARS} characters (is "
                 "</DOC> missing?)")
         if "</DOC>" in upper:
             yield _trec_doc(path, start, "".join(buf), seen, allow_empty)
             start = None
     if start is not None:
-        raise CollectionFormatError(path, start,
+        raise InputError(path, start,
                                     "<DOC> opened here is never closed (unterminated DOC)")
 
 
 def _trec_doc(path, line_no: int, text: str, seen: set, allow_empty: bool) -> Document:
     m = _DOCNO.search(text)
     if m is None:
-        raise CollectionFormatError(path, line_no, "document without <DOCNO>...</DOCNO>")
+        raise InputError(path, line_no, "document without <DOCNO>...</DOCNO>")
     docid = _check_docid(path, line_no, m.group(1), seen)
     body = text[: m.start()] + text[m.end():]
     contents = " ".join(_TAG.sub(" ", body).split())
@@ -198,14 +192,14 @@ def read_smart(path: str | Path, *, encoding: str = "utf-8",
             continue
         if docid is None:
             if text.strip():
-                raise CollectionFormatError(
+                raise InputError(
                     path, line_no, f"text before the first .I record: {quote(text.strip(), 40)}"
                 )
             continue
         raw.append(text)
         size += len(text)
         if size > MAX_DOCUMENT_CHARS:
-            raise CollectionFormatError(
+            raise InputError(
                 path, start, f"document longer than {MAX_DOCUMENT_CHARS} characters")
         if m:
             current = m.group(1)
@@ -214,7 +208,7 @@ def read_smart(path: str | Path, *, encoding: str = "utf-8",
                 fields[current].append(m.group(2))
         elif current is None:
             if text.strip():
-                raise CollectionFormatError(
+                raise InputError(
                     path, line_no,
                     f"text in record {docid!r} (started line {start}) before any field marker",
                 )

@@ -35,7 +35,7 @@ from common.fileio import clean_id, clean_name
 from jobs import leases, registry
 
 from . import anserini
-from .collections_io import CollectionFormatError, read_collection, write_json_collection
+from .collections_io import read_collection, write_json_collection
 from .models import (Collection, Docid, Ranking, RetrievalModel, Run, RunChunk,
                      RunQuery)
 from .rankings import pack, query_key
@@ -185,7 +185,7 @@ def collection_import(name: str, path: str | Path, fmt: str, *,
     say = progress or (lambda msg: None)
     try:
         name = clean_name(name, "collection name")
-        path = fileio.require_file(path, error=CollectionFormatError)
+        path = fileio.require_file(path)
     except ValueError as exc:
         raise RetrievalError(str(exc)) from None
     if Collection.objects.filter(name=name).exists():

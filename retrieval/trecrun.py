@@ -4,7 +4,7 @@ This is the one TREC run reader of the project for imports. :func:`read_run` rea
 bulk (:mod:`common.columns`, the reader evaluation uses too) and, for a file that fails a
 check, again line by line; the line reader streams through
 :mod:`common.fileio` (gzip accepted; text decoded strictly, UTF-8 unless ``encoding=``
-says otherwise; lines bounded in length) and raises :class:`RunFormatError` naming the
+says otherwise; lines bounded in length) and raises :class:`InputError` naming the
 file and line of the first problem: wrong column count, a rank that is not a whole number
 from 1 to 2^31 - 1, a score that is not a finite number, an id refused by the id check of
 every importer (:func:`common.fileio.clean_id`: NFC, no whitespace, control, zero-width or
@@ -39,24 +39,19 @@ class ScoredDoc:
     line: int
 
 
-class RunFormatError(InputError):
-    """A run file is malformed; the message names the file and line."""
-
-
 def read_run_lines(path: str | Path, *, encoding: str = "utf-8") -> Iterator[ScoredDoc]:
     """Stream the entries of a TREC run file, validating each line."""
-    path = fileio.require_file(path, error=RunFormatError)
+    path = fileio.require_file(path)
 
     def checked(value: str, what: str, line_no: int, max_chars: int = fileio.MAX_ID_CHARS):
-        return fileio.checked_id(value, what, path, line_no, max_chars=max_chars,
-                                 error=RunFormatError)
+        return fileio.checked_id(value, what, path, line_no, max_chars=max_chars)
 
-    for line_no, line in fileio.open_lines(path, encoding=encoding, error=RunFormatError):
+    for line_no, line in fileio.open_lines(path, encoding=encoding):
         cols = line.split()
         if not cols:
             continue
         if len(cols) != 6:
-            raise RunFormatError(
+            raise InputError(
                 path, line_no,
                 f"expected 6 columns (qid Q0 docid rank score tag), found {len(cols)}",
             )
@@ -64,13 +59,13 @@ def read_run_lines(path: str | Path, *, encoding: str = "utf-8") -> Iterator[Sco
         try:
             rank = fileio.parse_int(rank_s, "rank", low=1)
         except ValueError as exc:
-            raise RunFormatError(path, line_no, str(exc)) from None
+            raise InputError(path, line_no, str(exc)) from None
         try:
             score = float(score_s)
         except ValueError:
-            raise RunFormatError(path, line_no, f"score {quote(score_s)} is not a number") from None
+            raise InputError(path, line_no, f"score {quote(score_s)} is not a number") from None
         if not math.isfinite(score):
-            raise RunFormatError(path, line_no, f"score {quote(score_s)} is not finite")
+            raise InputError(path, line_no, f"score {quote(score_s)} is not finite")
         yield ScoredDoc(checked(qid, "query id", line_no), checked(docid, "document id", line_no),
                         rank, score, checked(tag, "run tag", line_no, MAX_TAG_CHARS), line_no)
 
@@ -122,13 +117,13 @@ def _bulk_read_run(path, topic_ids, encoding: str
 def read_run(path: str | Path, topic_ids=None, *, encoding: str = "utf-8"
              ) -> tuple[str, dict[str, tuple[list[str], list[float]]]]:
     """Read a whole run: returns ``(tag, {qid: (docids, scores)})``, each ranking ordered by
-    (-score, docid). Raises RunFormatError on duplicates or mixed tags, and, when
+    (-score, docid). Raises InputError on duplicates or mixed tags, and, when
     ``topic_ids`` (a set) is given, on the first line whose topic is not in it.
 
     The file is read in bulk (:func:`common.columns.read_columns`); one the bulk reader
     does not vouch for, or that fails a check, is read again line by line, which names
     the file and line of the first problem."""
-    path = fileio.require_file(path, error=RunFormatError)
+    path = fileio.require_file(path)
     try:
         return _bulk_read_run(path, topic_ids, encoding)
     except Unsure:
@@ -140,20 +135,20 @@ def read_run(path: str | Path, topic_ids=None, *, encoding: str = "utf-8"
         if tag is None:
             tag = e.tag
         elif e.tag != tag:
-            raise RunFormatError(
+            raise InputError(
                 path, e.line, f"run tag {quote(e.tag)} differs from {quote(tag)} on earlier lines"
             )
         if known is not None and e.query_id not in known:
-            raise RunFormatError(path, e.line, f"topic {quote(e.query_id)} is not in the topic set")
+            raise InputError(path, e.line, f"topic {quote(e.query_id)} is not in the topic set")
         docs = per_topic.setdefault(e.query_id, {})
         if e.doc_id in docs:
-            raise RunFormatError(
+            raise InputError(
                 path, e.line,
                 f"document {quote(e.doc_id)} appears twice for topic {quote(e.query_id)}"
             )
         docs[e.doc_id] = e.score
     if tag is None:
-        raise RunFormatError(path, None, "the run file is empty")
+        raise InputError(path, None, "the run file is empty")
     out = {}
     for qid, docs in per_topic.items():
         ordered = sorted(docs.items(), key=lambda kv: (-kv[1], kv[0]))

@@ -9,10 +9,9 @@
 - :mod:`.fallback` computes through ir_measures the measures the registry lacks.
 """
 from .engine import MeasureSpec, evaluate_runs, parse_measures
-from .runs import EvaluationInputError, Qrels, RunSet, read_intent_probabilities, read_qrels, read_runs
+from .runs import Qrels, RunSet, read_intent_probabilities, read_qrels, read_runs
 
 __all__ = [
-    "EvaluationInputError",
     "MeasureSpec",
     "Qrels",
     "RunSet",

@@ -22,9 +22,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from common.fileio import InputError
+
 from . import adhoc, diversity, fallback, ntcir
 from .registry import FAMILY_QRELS, MAX_CUTOFF, MAX_REL, REGISTRY, Measure
-from .runs import NONPOOL, PAD, PAD_CODE, UNJUDGED, EvaluationInputError, Qrels, RunSet, natural_key
+from .runs import NONPOOL, PAD, PAD_CODE, UNJUDGED, Qrels, RunSet, natural_key
 
 __all__ = ["MeasureSpec", "parse_measures", "check_measures", "evaluate_runs", "REGISTRY", "MAX_CUTOFF",
            "MAX_REL"]
@@ -82,7 +84,7 @@ class MeasureSpec:
 def _native(word: str) -> bool:
     try:
         parse_spec(word, fall_back=False)
-    except EvaluationInputError:
+    except InputError:
         return False
     return True
 
@@ -99,38 +101,38 @@ def parse_spec(word: str, fall_back: bool = True) -> MeasureSpec:
     if not m or m.group("name") not in REGISTRY:
         known = " ".join(REGISTRY)
         if not fall_back:
-            raise EvaluationInputError("--measures", None, f"unknown measure {word!r}; known: {known}")
+            raise InputError("--measures", None, f"unknown measure {word!r}; known: {known}")
         try:
             measure = fallback.resolve(word, _native)
-        except EvaluationInputError as exc:
-            raise EvaluationInputError(
-                "--measures", None, f"unknown measure {word!r}; known: {known}; {exc.message}"
+        except InputError as exc:
+            raise InputError(
+                "--measures", None, f"unknown measure {word!r}; known: {known}; {exc.reason}"
             ) from None
         return MeasureSpec(measure.name, measure.family, None, (), measure)
     name = m.group("name")
     measure = REGISTRY[name]
     k = m.group("k")
     if measure.cutoff == "required" and k is None:
-        raise EvaluationInputError("--measures", None, f"{name} needs a cutoff, e.g. {name}@10")
+        raise InputError("--measures", None, f"{name} needs a cutoff, e.g. {name}@10")
     if measure.cutoff == "none" and k is not None:
-        raise EvaluationInputError("--measures", None, f"{name} takes no cutoff (got {word!r})")
+        raise InputError("--measures", None, f"{name} takes no cutoff (got {word!r})")
     if k is not None and (len(k) > 7 or int(k) > MAX_CUTOFF):
-        raise EvaluationInputError("--measures", None,
+        raise InputError("--measures", None,
                                    f"cutoff of {word[:40]!r} is too large (at most {MAX_CUTOFF})")
     if k is not None and int(k) < 1:
-        raise EvaluationInputError("--measures", None, f"cutoff of {word!r} must be at least 1")
+        raise InputError("--measures", None, f"cutoff of {word!r} must be at least 1")
     given = {}
     for part in filter(None, (s.strip() for s in (m.group("params") or "").split(","))):
         key, _, value = part.partition("=")
         key = key.strip()
         param = measure.param(key)
         if param is None:
-            error = EvaluationInputError("--measures", None, f"{name} has no parameter {key!r} (in {word!r})")
+            error = InputError("--measures", None, f"{name} has no parameter {key!r} (in {word!r})")
             if not fall_back:
                 raise error
             try:  # a variant ir_measures computes, e.g. AP(judged_only=True)
                 other = fallback.resolve(word, _native)
-            except EvaluationInputError:
+            except InputError:
                 raise error from None
             return MeasureSpec(other.name, other.family, None, (), other)
         given[key] = param.parse(value, word)
@@ -142,7 +144,7 @@ def parse_measures(text: str | list[str]) -> list[MeasureSpec]:
     """Parse ``"AP nDCG@20 RBP(p=0.8)"`` (or a list of names) into specs, in order, once each."""
     names = text.split() if isinstance(text, str) else [w for t in text for w in t.split()]
     if not names:
-        raise EvaluationInputError("--measures", None, "give at least one measure")
+        raise InputError("--measures", None, "give at least one measure")
     out: list[MeasureSpec] = []
     for word in names:
         spec = parse_spec(word)
@@ -307,13 +309,13 @@ def _probabilities(topic, intents, relevant, given, qrels) -> np.ndarray:
         n = int(relevant.sum())
         return np.where(relevant, 1.0 / n if n else 0.0, 0.0)
     if topic not in given:
-        raise EvaluationInputError(
+        raise InputError(
             "--intent-probabilities", None, f"topic {topic!r} of {qrels.source} has no intent probabilities"
         )
     probs = given[topic]
     missing = [it for it, r in zip(intents, relevant) if r and it not in probs]
     if missing:
-        raise EvaluationInputError(
+        raise InputError(
             "--intent-probabilities", None,
             f"topic {topic!r}: intent(s) {', '.join(map(repr, missing))} have relevant documents "
             "but no probability",
@@ -328,9 +330,9 @@ def check_measures(specs: list[MeasureSpec], qrels_kind: str, probabilities_give
                          ("diversity", "diversity qrels (--qrels-format diversity)")):
         wrong = [s.key for s in specs if s.qrels_kind == kind]
         if wrong and qrels_kind != kind:
-            raise EvaluationInputError("--measures", None, f"{' '.join(wrong)} need {option}")
+            raise InputError("--measures", None, f"{' '.join(wrong)} need {option}")
     if probabilities_given and not any(s.family == "ntcir" for s in specs):
-        raise EvaluationInputError(
+        raise InputError(
             "--intent-probabilities", None, "only D-nDCG, D#-nDCG and I-rec use intent probabilities"
         )
 
@@ -388,7 +390,7 @@ def evaluate_runs(
     for r, tag in enumerate(runset.tags):
         chosen = np.nonzero(mask[r])[0]
         if not len(chosen):
-            raise EvaluationInputError(runset.sources[r], None, f"no topic of run {tag!r} is in the qrels")
+            raise InputError(runset.sources[r], None, f"no topic of run {tag!r} is in the qrels")
         mean = {k: float(values[k][r, chosen].mean()) for k in keys}
         for s in external:
             mean[s.key] = fallback.aggregate(s, values[s.key][r, chosen].tolist())

@@ -23,7 +23,9 @@ from importlib import metadata
 import numpy as np
 
 from .registry import Measure
-from .runs import EvaluationInputError, Qrels, RunSet
+from common.fileio import InputError
+
+from .runs import Qrels, RunSet
 
 __all__ = ["resolve", "evaluate", "FAMILY"]
 
@@ -64,29 +66,29 @@ def resolve(word: str, native) -> Measure:
     whose ``external`` is ``(ir_measures measure, provider)``.
 
     ``native(name)`` says whether the engine computes ``name`` itself. Raises
-    :class:`EvaluationInputError` when ir_measures does not know the name, reads it as a
+    :class:`InputError` when ir_measures does not know the name, reads it as a
     native measure, or has no provider installed that computes it."""
     try:
         import ir_measures
     except ImportError:
-        raise EvaluationInputError("--measures", None, "ir_measures is not installed") from None
+        raise InputError("--measures", None, "ir_measures is not installed") from None
     try:
         measure = ir_measures.parse_measure(word)
         measure.validate_params()
     except NameError as exc:
-        raise EvaluationInputError("--measures", None, f"ir_measures does not know it either ({exc})") from None
+        raise InputError("--measures", None, f"ir_measures does not know it either ({exc})") from None
     except Exception as exc:  # ir_measures raises ValueError, AssertionError, SyntaxError on parameters
-        raise EvaluationInputError("--measures", None, f"ir_measures cannot read it ({exc})") from None
+        raise InputError("--measures", None, f"ir_measures cannot read it ({exc})") from None
     name = str(measure)
     if native(name):
-        raise EvaluationInputError(
+        raise InputError(
             "--measures", None, f"ir_measures reads it as {name!r}, which evaluate computes itself: ask for {name}"
         )
     providers = [p for p in ir_measures.DefaultPipeline.providers if p.supports(measure)]
     usable = [p for p in providers if p.is_available()]
     if not usable:
         names = ", ".join(p.NAME for p in providers) or "none"
-        raise EvaluationInputError("--measures", None,
+        raise InputError("--measures", None,
                                    f"ir_measures knows {name!r}, but no provider of it is installed here "
                                    f"(providers: {names})")
     provider = usable[0]
@@ -98,7 +100,7 @@ def resolve(word: str, native) -> Measure:
 def evaluate(runset: RunSet, qrels: Qrels, specs, topics: list[str]) -> dict[str, np.ndarray]:
     """``{key: (runs, topics)}`` for ir_measures specs, one provider evaluator per provider."""
     if qrels.kind != "adhoc":
-        raise EvaluationInputError("--measures", None, "measures computed through ir_measures need ad hoc qrels")
+        raise InputError("--measures", None, "measures computed through ir_measures need ad hoc qrels")
     column = {t: j for j, t in enumerate(topics)}
     out = {s.key: np.zeros((len(runset.tags), len(topics))) for s in specs}
     by_provider: dict[str, list] = {}

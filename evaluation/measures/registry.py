@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from . import adhoc, diversity, ntcir
-from .runs import EvaluationInputError
+from common.fileio import InputError
 
 __all__ = ["Param", "Measure", "REGISTRY", "register", "FAMILY_QRELS", "measure_names", "MAX_CUTOFF",
            "MAX_REL"]
@@ -51,7 +51,7 @@ class Param:
         except ValueError:
             value = None
         if value is None or not self.check(value):
-            raise EvaluationInputError("--measures", None, f"{self.name} in {word[:60]!r} must be {self.want}")
+            raise InputError("--measures", None, f"{self.name} in {word[:60]!r} must be {self.want}")
         return value
 
     def written(self, value) -> str | None:
@@ -124,7 +124,7 @@ REL_BINARY = Param("rel", int, None, lambda v: 1 <= v <= MAX_REL,
 def _err(x, s):
     top = x.top_grade
     if top > 4:
-        raise EvaluationInputError(x.qrels.source, None,
+        raise InputError(x.qrels.source, None,
                                    f"ERR (as gdeval) allows grades up to 4; the qrels have {top}")
     return adhoc.err(x.grades, s.cutoff)
 

@@ -10,7 +10,7 @@ the grades of each ranking gathered through these codes, never on strings.
 Readers accept ``.gz`` or plain text. Runs and qrels are read in bulk
 (:func:`common.columns.read_columns`: numpy over the bytes, every check made on whole
 columns); a file the bulk reader does not vouch for, or one that fails a check, is read
-again line by line, which stops at the first bad line with :class:`EvaluationInputError`
+again line by line, which stops at the first bad line with :class:`InputError`
 naming the file and the line.
 """
 from __future__ import annotations
@@ -25,10 +25,10 @@ import pandas as pd
 
 from common import fileio
 from common.columns import Unsure, read_columns
+from common.fileio import InputError
 from crowd.naturalsort import natural_key  # the one natural order of ids (plain Python)
 
 __all__ = [
-    "EvaluationInputError",
     "NONPOOL",
     "UNJUDGED",
     "PAD",
@@ -54,21 +54,10 @@ PAD_CODE = -1
 ORDERS = ("trec_eval", "rank")
 
 
-class EvaluationInputError(ValueError):
-    """A run, qrels or probability file (or argument) is unusable; the message says where."""
-
-    def __init__(self, where, line: int | None, message: str):
-        self.path = str(where)
-        self.message = message
-        self.line = line
-        loc = f"{where}, line {line}" if line is not None else str(where)
-        super().__init__(f"{loc}: {message}")
-
-
 def _lines(path: str | Path) -> Iterable[tuple[int, list[str]]]:
     # The project's one opener: gzip, strict UTF-8 and bounded lines, errors with the line.
-    path = fileio.require_file(path, error=EvaluationInputError)
-    for n, line in fileio.open_lines(path, error=EvaluationInputError):
+    path = fileio.require_file(path)
+    for n, line in fileio.open_lines(path):
         cols = line.split()
         if cols:
             yield n, cols
@@ -99,11 +88,11 @@ class RunSet:
     @classmethod
     def from_rankings(cls, runs: Sequence[tuple[str, str, dict[str, tuple[list, list, list]]]]):
         """Build from ``(tag, source, {topic: (docids, scores, ranks)})`` in file order.
-        Raises :class:`EvaluationInputError` if two runs share a tag."""
+        Raises :class:`InputError` if two runs share a tag."""
         seen: dict[str, str] = {}
         for tag, source, _ in runs:
             if tag in seen:
-                raise EvaluationInputError(
+                raise InputError(
                     source, None, f"run tag {tag!r} is also the tag of {seen[tag]}; tags must differ"
                 )
             seen[tag] = source
@@ -140,12 +129,12 @@ class RunSet:
         """Build from ``(tag, source, arrays)`` with the entries of each run in file order;
         the same :class:`RunSet` as :meth:`from_rankings` on the same rankings (the
         vocabulary arrays may be wider: one string width for every topic). Raises
-        :class:`EvaluationInputError` if two runs share a tag, and :class:`Unsure` if a run
+        :class:`InputError` if two runs share a tag, and :class:`Unsure` if a run
         ranks a document twice for one topic (the line reader says where)."""
         seen: dict[str, str] = {}
         for tag, source, _ in runs:
             if tag in seen:
-                raise EvaluationInputError(
+                raise InputError(
                     source, None, f"run tag {tag!r} is also the tag of {seen[tag]}; tags must differ"
                 )
             seen[tag] = source
@@ -229,7 +218,7 @@ class RunSet:
         ``comp_sim_docno``; the rank column is ignored). ``rank``: the rank column ascending,
         as ndeval and NTCIREVAL read runs; a rank used twice in one topic is an error."""
         if order not in ORDERS:
-            raise EvaluationInputError("--order", None, f"unknown order {order!r}; use one of {ORDERS}")
+            raise InputError("--order", None, f"unknown order {order!r}; use one of {ORDERS}")
         idx = np.arange(len(self.topics)) if topics is None else np.asarray(topics, dtype=np.int64)
         codes = self.codes[:, idx, :]
         valid = codes != PAD_CODE
@@ -255,7 +244,7 @@ class RunSet:
             dup = (k[..., :-1] == k[..., 1:]) & filled[..., 1:]
             if dup.any():
                 r, t, i = (int(x[0]) for x in np.nonzero(dup))
-                raise EvaluationInputError(
+                raise InputError(
                     self.sources[r], None,
                     f"rank {int(k[r, t, i])} appears twice for topic {self.topics[idx[t]]!r}; "
                     "--order rank needs distinct ranks",
@@ -422,7 +411,7 @@ def read_run_file(path: str | Path) -> tuple[str, dict[str, tuple[list, list, li
     seen: dict[str, set] = {}
     for n, cols in _lines(path):
         if len(cols) < 6:
-            raise EvaluationInputError(
+            raise InputError(
                 path, n, f"expected 6 columns (topic Q0 docid rank score tag), found {len(cols)}"
             )
         # columns after the sixth are ignored, as trec_eval does (its own test data has them)
@@ -430,36 +419,36 @@ def read_run_file(path: str | Path) -> tuple[str, dict[str, tuple[list, list, li
         try:
             rank = int(rank_s)
         except ValueError:
-            raise EvaluationInputError(path, n, f"rank {rank_s!r} is not a whole number") from None
+            raise InputError(path, n, f"rank {rank_s!r} is not a whole number") from None
         try:
             score = float(score_s)
         except ValueError:
-            raise EvaluationInputError(path, n, f"score {score_s!r} is not a number") from None
+            raise InputError(path, n, f"score {score_s!r} is not a number") from None
         if not math.isfinite(score):
-            raise EvaluationInputError(path, n, f"score {score_s!r} is not finite")
+            raise InputError(path, n, f"score {score_s!r} is not finite")
         if tag is None:
             tag = run_tag
         elif run_tag != tag:
-            raise EvaluationInputError(path, n, f"run tag {run_tag!r} differs from {tag!r} on earlier lines")
+            raise InputError(path, n, f"run tag {run_tag!r} differs from {tag!r} on earlier lines")
         entry = per.get(topic)
         if entry is None:
             entry = per[topic] = ([], [], [])
             seen[topic] = set()
         if doc in seen[topic]:
-            raise EvaluationInputError(path, n, f"document {doc!r} appears twice for topic {topic!r}")
+            raise InputError(path, n, f"document {doc!r} appears twice for topic {topic!r}")
         seen[topic].add(doc)
         entry[0].append(doc)
         entry[1].append(score)
         entry[2].append(rank)
     if tag is None:
-        raise EvaluationInputError(path, None, "the run file is empty")
+        raise InputError(path, None, "the run file is empty")
     return tag, per
 
 
 def _bulk_run(path) -> tuple[str, RunArrays]:
     """A run file read by :func:`common.columns.read_columns`; :class:`Unsure` for
     anything the line reader should look at."""
-    blocks = read_columns(fileio.require_file(path, error=EvaluationInputError), 6, at_least=True)
+    blocks = read_columns(fileio.require_file(path), 6, at_least=True)
     blocks = [b for b in blocks if b.rows]
     if not blocks:
         raise Unsure
@@ -490,7 +479,7 @@ def read_runs(paths: Sequence[str | Path]) -> RunSet:
     no docid twice in a topic (trec_eval and ndeval refuse those too). Files are read in
     bulk; one that fails a check is read again line by line to name the line."""
     if not paths:
-        raise EvaluationInputError("--run", None, "give at least one run file")
+        raise InputError("--run", None, "give at least one run file")
     runs = []
     for p in paths:
         try:
@@ -516,7 +505,7 @@ def _grade(path, n, s: str) -> int:
     try:
         return int(t)
     except ValueError:
-        raise EvaluationInputError(path, n, f"relevance {s!r} is not a whole number (or L<n>)") from None
+        raise InputError(path, n, f"relevance {s!r} is not a whole number (or L<n>)") from None
 
 
 @dataclass
@@ -547,7 +536,7 @@ def _stretches(*keys: np.ndarray) -> np.ndarray:
 def _bulk_qrels(path, kind: str) -> dict:
     """Qrels read by :func:`common.columns.read_columns`; :class:`Unsure` for anything
     the line reader should look at (an ``L<n>`` grade, a document judged twice, ...)."""
-    blocks = [b for b in read_columns(fileio.require_file(path, error=EvaluationInputError), 4)
+    blocks = [b for b in read_columns(fileio.require_file(path), 4)
               if b.rows]
     if not blocks:
         raise Unsure
@@ -573,7 +562,7 @@ def read_qrels(path: str | Path, kind: str) -> Qrels:
     Files are read in bulk; one that fails a check is read again line by line to name
     the line."""
     if kind not in ("adhoc", "diversity"):
-        raise EvaluationInputError("--qrels-format", None, f"unknown qrels format {kind!r}; use adhoc or diversity")
+        raise InputError("--qrels-format", None, f"unknown qrels format {kind!r}; use adhoc or diversity")
     try:
         return Qrels(kind, _bulk_qrels(path, kind), str(path))
     except Unsure:
@@ -582,23 +571,23 @@ def read_qrels(path: str | Path, kind: str) -> Qrels:
     for n, cols in _lines(path):
         if len(cols) != 4:
             what = "topic iteration docid grade" if kind == "adhoc" else "topic intent docid grade"
-            raise EvaluationInputError(path, n, f"expected 4 columns ({what}), found {len(cols)}")
+            raise InputError(path, n, f"expected 4 columns ({what}), found {len(cols)}")
         topic, second, doc, g = cols
         grade = _grade(path, n, g)
         if kind == "adhoc":
             docs = out.setdefault(topic, {})
             if doc in docs:
-                raise EvaluationInputError(path, n, f"document {doc!r} is judged twice for topic {topic!r}")
+                raise InputError(path, n, f"document {doc!r} is judged twice for topic {topic!r}")
             docs[doc] = grade
         else:
             docs = out.setdefault(topic, {}).setdefault(second, {})
             if doc in docs:
-                raise EvaluationInputError(
+                raise InputError(
                     path, n, f"document {doc!r} is judged twice for topic {topic!r}, intent {second!r}"
                 )
             docs[doc] = grade
     if not out:
-        raise EvaluationInputError(path, None, "the qrels file is empty")
+        raise InputError(path, None, "the qrels file is empty")
     return Qrels(kind, out, str(path))
 
 
@@ -607,18 +596,18 @@ def read_intent_probabilities(path: str | Path) -> dict[str, dict[str, float]]:
     out: dict[str, dict[str, float]] = {}
     for n, cols in _lines(path):
         if len(cols) != 3:
-            raise EvaluationInputError(path, n, f"expected 3 columns (topic intent probability), found {len(cols)}")
+            raise InputError(path, n, f"expected 3 columns (topic intent probability), found {len(cols)}")
         topic, intent, p_s = cols
         try:
             p = float(p_s)
         except ValueError:
-            raise EvaluationInputError(path, n, f"probability {p_s!r} is not a number") from None
+            raise InputError(path, n, f"probability {p_s!r} is not a number") from None
         if not (0.0 <= p <= 1.0):
-            raise EvaluationInputError(path, n, f"probability {p_s!r} is not between 0 and 1")
+            raise InputError(path, n, f"probability {p_s!r} is not between 0 and 1")
         probs = out.setdefault(topic, {})
         if intent in probs:
-            raise EvaluationInputError(path, n, f"intent {intent!r} of topic {topic!r} is given twice")
+            raise InputError(path, n, f"intent {intent!r} of topic {topic!r} is given twice")
         probs[intent] = p
     if not out:
-        raise EvaluationInputError(path, None, "the intent probability file is empty")
+        raise InputError(path, None, "the intent probability file is empty")
     return out

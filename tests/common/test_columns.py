@@ -8,6 +8,7 @@ import pytest
 
 from common import columns
 from common.columns import Unsure, read_columns
+from common.fileio import InputError
 from evaluation.measures import runs as eval_runs
 from retrieval import trecrun
 
@@ -121,7 +122,7 @@ def test_read_runs_falls_back_to_name_the_line(tmp_path):
     paths = _run_files(tmp_path)
     bad = tmp_path / "dup.txt"
     bad.write_text("1 Q0 a 1 2 t\n1 Q0 b 2 1 t\n1 Q0 a 3 0 t\n")
-    with pytest.raises(eval_runs.EvaluationInputError, match=r"dup.txt, line 3: document 'a' appears twice"):
+    with pytest.raises(InputError, match=r"dup.txt, line 3: document 'a' appears twice"):
         eval_runs.read_runs([*paths, bad])
 
 
@@ -157,10 +158,10 @@ def test_trecrun_read_run_equals_the_line_reader(tmp_path, monkeypatch):
 def test_trecrun_bulk_refuses_what_the_line_reader_refuses(tmp_path):
     p = tmp_path / "r.txt"
     p.write_text("1 Q0 a 1 2 t\n1 Q0 b 0 1 t\n")
-    with pytest.raises(trecrun.RunFormatError, match="line 2: rank '0' is not positive"):
+    with pytest.raises(InputError, match="line 2: rank '0' is not positive"):
         trecrun.read_run(p)
     p.write_text("1 Q0 a 1 2 t\n3 Q0 b 1 1 t\n")
-    with pytest.raises(trecrun.RunFormatError, match="line 2: topic '3' is not in the topic set"):
+    with pytest.raises(InputError, match="line 2: topic '3' is not in the topic set"):
         trecrun.read_run(p, {"1"})
     assert columns.BLOCK_BYTES > (1 << 20)  # a block always holds a whole line
 

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from crowd.normalise import normalise_query
-from crowd.topicfiles import ParseError, parse_trec, read_topics
+from common.fileio import InputError
+from crowd.topicfiles import parse_trec, read_topics
 from crowd.variantfiles import read_variants
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -92,7 +93,7 @@ def test_tsv_delimiter_is_sniffed_for_other_names_and_gz_is_read(tmp_path):
 )
 def test_tsv_topic_errors_name_file_and_line(tmp_path, text, line, fragment):
     path = write(tmp_path, "bad.tsv", text)
-    with pytest.raises(ParseError) as info:
+    with pytest.raises(InputError) as info:
         read_topics(path, "tsv")
     assert info.value.line == line
     assert str(info.value).startswith(f"{path}, line {line}: ")
@@ -145,7 +146,7 @@ def test_smart_ids_by_position(tmp_path):
 )
 def test_smart_errors_name_file_and_line(tmp_path, text, line, fragment):
     path = write(tmp_path, "bad.qry", text)
-    with pytest.raises(ParseError) as info:
+    with pytest.raises(InputError) as info:
         read_topics(path, "smart")
     assert (info.value.source, info.value.line) == (str(path), line)
     assert fragment in str(info.value)
@@ -229,7 +230,7 @@ def test_trec_topics_strip_labels_and_join_statement():
 )
 def test_trec_errors_name_file_and_line(tmp_path, text, line, fragment):
     path = write(tmp_path, "bad.trec", text)
-    with pytest.raises(ParseError) as info:
+    with pytest.raises(InputError) as info:
         read_topics(path, "trec")
     assert (info.value.source, info.value.line) == (str(path), line)
     assert fragment in str(info.value)
@@ -301,7 +302,7 @@ def test_webxml_topic_with_intents(tmp_path):
 )
 def test_webxml_errors_name_file_and_line(tmp_path, text, line, fragment):
     path = write(tmp_path, "bad.xml", text)
-    with pytest.raises(ParseError) as info:
+    with pytest.raises(InputError) as info:
         read_topics(path, "webxml")
     assert (info.value.source, info.value.line) == (str(path), line)
     assert fragment in str(info.value)
@@ -363,7 +364,7 @@ def test_uqv100_layout(tmp_path):
 )
 def test_uqv100_errors_name_file_and_line(tmp_path, line, fragment):
     path = write(tmp_path, "uqv.txt", UQV + line + "\n")
-    with pytest.raises(ParseError) as info:
+    with pytest.raises(InputError) as info:
         read_variants(path, "uqv100")
     assert (info.value.source, info.value.line) == (str(path), 4)
     assert fragment in str(info.value)
@@ -389,7 +390,7 @@ def test_robust04_uqv_layout(tmp_path):
 )
 def test_robust04_uqv_errors(tmp_path, text, line, fragment):
     path = write(tmp_path, "r.txt", text)
-    with pytest.raises(ParseError) as info:
+    with pytest.raises(InputError) as info:
         read_variants(path, "robust04-uqv")
     assert (info.value.source, info.value.line) == (str(path), line)
     assert fragment in str(info.value)
@@ -404,7 +405,7 @@ def test_tsv_variants(tmp_path):
         ("1", "dogs", "", 1),
         ("2", "birds", "w9", 1),
     ]
-    with pytest.raises(ParseError, match=r"v\.tsv, line 2: expected 2 to 4 columns"):
+    with pytest.raises(InputError, match=r"v\.tsv, line 2: expected 2 to 4 columns"):
         read_variants(write(tmp_path, "v.tsv", "1\tcats\n1\n"), "tsv")
 
 

@@ -18,6 +18,7 @@ import pytest
 from sklearn.metrics import cohen_kappa_score
 from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss_kappa
 
+from common.fileio import InputError
 from evaluation import agreement
 
 # Krippendorff (2011), "Computing Krippendorff's Alpha-Reliability", the 4 coders × 12
@@ -91,13 +92,13 @@ def test_fleiss_unequal_raters_hand_computed():
 def test_labels_tsv_errors_name_the_line(tmp_path):
     bad = tmp_path / "labels.tsv"
     bad.write_text("1 a d1 w1 1\n1 a d1 w2 x\n")
-    with pytest.raises(agreement.LabelsFormatError, match=r"labels.tsv, line 2: grade 'x'"):
+    with pytest.raises(InputError, match=r"labels.tsv, line 2: grade 'x'"):
         agreement.read_labels_tsv(bad)
     bad.write_text("1 a d1 w1 1\n1 a d1 w1 0\n")
-    with pytest.raises(agreement.LabelsFormatError, match=r"line 2: .*already labelled.*line 1"):
+    with pytest.raises(InputError, match=r"line 2: .*already labelled.*line 1"):
         agreement.read_labels_tsv(bad)
     bad.write_text("1 a d1 w1\n")
-    with pytest.raises(agreement.LabelsFormatError, match=r"line 1: expected 5 columns"):
+    with pytest.raises(InputError, match=r"line 1: expected 5 columns"):
         agreement.read_labels_tsv(bad)
 
 

@@ -6,7 +6,8 @@ import ir_measures
 import pytest
 from django.core.management import CommandError, call_command
 
-from evaluation.measures import EvaluationInputError, evaluate_runs, parse_measures, read_qrels, read_runs
+from common.fileio import InputError
+from evaluation.measures import evaluate_runs, parse_measures, read_qrels, read_runs
 
 NAMES = "Judged@10 infAP Bpref SetF NumRel"
 
@@ -67,7 +68,7 @@ def test_the_output_says_which_tool_computed_them(web2011):
 
 
 def test_names_neither_knows_are_refused_clearly(web2011):
-    with pytest.raises(EvaluationInputError,
+    with pytest.raises(InputError,
                        match=r"unknown measure 'Nope@3'; known: AP .*; ir_measures does not know it either"):
         parse_measures("AP Nope@3")
     runs, qrels = web2011
@@ -75,19 +76,19 @@ def test_names_neither_knows_are_refused_clearly(web2011):
         call_command("evaluate", "--run", str(runs[0]), "--qrels", str(qrels), "--measures", "Nope@3",
                      stdout=io.StringIO())
     # ir_measures' names for native measures point at the native name; nothing is computed twice
-    with pytest.raises(EvaluationInputError, match="ir_measures reads it as 'AP', which evaluate computes itself"):
+    with pytest.raises(InputError, match="ir_measures reads it as 'AP', which evaluate computes itself"):
         parse_measures("MAP")
-    with pytest.raises(EvaluationInputError, match="ir_measures cannot read it"):
+    with pytest.raises(InputError, match="ir_measures cannot read it"):
         parse_measures("SetF(beta=x)")
     # native names keep their own rules (no fallback for a native name's bad cutoff)
-    with pytest.raises(EvaluationInputError, match="AP takes no cutoff"):
+    with pytest.raises(InputError, match="AP takes no cutoff"):
         parse_measures("AP@10")
 
 
 def test_a_measure_without_an_installed_provider_says_which_it_needs():
     if ir_measures.cwl_eval.is_available():
         pytest.skip("cwl_eval is installed here")
-    with pytest.raises(EvaluationInputError, match=r"no provider of it is installed here \(providers: cwl_eval\)"):
+    with pytest.raises(InputError, match=r"no provider of it is installed here \(providers: cwl_eval\)"):
         parse_measures("SDCG(max_rel=3)@10")
 
 
@@ -95,7 +96,7 @@ def test_ir_measures_measures_need_ad_hoc_qrels(shared_data):
     o = shared_data / "eval-oracles" / "web2011"
     runs = read_runs([o / "runs" / "tied.run"])
     qrels = read_qrels(shared_data / "trec-web-diversity" / "2011" / "qrels-for-ndeval.txt", "diversity")
-    with pytest.raises(EvaluationInputError, match="Judged@10 need ad hoc qrels"):
+    with pytest.raises(InputError, match="Judged@10 need ad hoc qrels"):
         evaluate_runs(runs, qrels, parse_measures("Judged@10"))
 
 
@@ -139,5 +140,5 @@ def test_a_native_name_with_a_parameter_only_ir_measures_has_goes_through_it(web
     # condensed lists differ from the native AP somewhere (the test could not pass by accident)
     assert any(v["AP"] != v["AP(judged_only=True)"] for v in ours.values())
     # a parameter neither has keeps the native message
-    with pytest.raises(EvaluationInputError, match="nDCG has no parameter 'rel'"):
+    with pytest.raises(InputError, match="nDCG has no parameter 'rel'"):
         parse_measures("nDCG(rel=2)@5")

@@ -2,7 +2,8 @@
 import numpy as np
 import pytest
 
-from evaluation.measures import EvaluationInputError, Qrels, RunSet, evaluate_runs, parse_measures
+from common.fileio import InputError
+from evaluation.measures import Qrels, RunSet, evaluate_runs, parse_measures
 from evaluation.measures.registry import REGISTRY, Measure, Param, register
 
 
@@ -29,9 +30,9 @@ def test_a_measure_registered_in_one_place_is_parsed_and_evaluated():
         runs = RunSet.from_rankings([("r", "x", {"1": (["a", "b", "c"], [3.0, 2.0, 1.0], [1, 2, 3])})])
         got = evaluate_runs(runs, Qrels("adhoc", {"1": {"a": 1, "b": 0, "c": 2}}), specs)["r"]["mean"]
         assert got == {"Hits@2": 1.0, "Hits(rel=2)@3": 1.0}
-        with pytest.raises(EvaluationInputError, match="Hits needs a cutoff"):
+        with pytest.raises(InputError, match="Hits needs a cutoff"):
             parse_measures("Hits")
-        with pytest.raises(EvaluationInputError, match=r"rel in 'Hits\(rel=0\)@2' must be a whole number ≥ 1"):
+        with pytest.raises(InputError, match=r"rel in 'Hits\(rel=0\)@2' must be a whole number ≥ 1"):
             parse_measures("Hits(rel=0)@2")
         with pytest.raises(ValueError, match="registered twice"):
             register(hits)
@@ -47,7 +48,7 @@ def test_parameters_are_typed_and_defaults_filled():
     assert graded.get("p") == 0.8 and graded.get("rel") is None and graded.key == "RBP(p=0.8)"
     (ap,) = parse_measures("AP(rel=2)")
     assert ap.get("rel") == 2 and ap.qrels_kind == "adhoc"
-    with pytest.raises(EvaluationInputError, match=r"rel in 'AP\(rel=two\)' must be a whole number"):
+    with pytest.raises(InputError, match=r"rel in 'AP\(rel=two\)' must be a whole number"):
         parse_measures("AP(rel=two)")
     assert parse_measures("alpha_nDCG@5")[0].qrels_kind == "diversity"
 
@@ -109,6 +110,6 @@ def test_measure_modules_import_without_django():
     ("P(rel=" + "9" * 5000 + ")@5", "must be a whole number from 1 to 1000"),
 ])
 def test_cutoffs_and_levels_are_bounded(text, message):
-    with pytest.raises(EvaluationInputError, match=message):
+    with pytest.raises(InputError, match=message):
         parse_measures(text)
     assert parse_measures("P(rel=1000)@1000000")[0].key == "P(rel=1000)@1000000"

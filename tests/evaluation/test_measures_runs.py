@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evaluation.measures import (EvaluationInputError, RunSet, evaluate_runs, parse_measures,
+from common.fileio import InputError
+from evaluation.measures import (RunSet, evaluate_runs, parse_measures,
                                  read_intent_probabilities, read_qrels, read_runs)
 from evaluation.measures import adhoc
 from evaluation.measures.runs import NONPOOL, PAD, Qrels
@@ -30,7 +31,7 @@ def _write(path, text):
 ])
 def test_bad_run_lines_name_file_and_line(tmp_path, text, line, message):
     p = _write(tmp_path / "bad.run", text)
-    with pytest.raises(EvaluationInputError, match=message) as e:
+    with pytest.raises(InputError, match=message) as e:
         read_runs([p])
     assert str(e.value).startswith(f"{p}, line {line}: ")
 
@@ -38,14 +39,14 @@ def test_bad_run_lines_name_file_and_line(tmp_path, text, line, message):
 def test_runs_must_have_distinct_tags(tmp_path):
     a = _write(tmp_path / "a.run", "1 Q0 a 1 2 same\n")
     b = _write(tmp_path / "b.run", "1 Q0 b 1 2 same\n")
-    with pytest.raises(EvaluationInputError, match="tag 'same' is also the tag of"):
+    with pytest.raises(InputError, match="tag 'same' is also the tag of"):
         read_runs([a, b])
 
 
 def test_missing_and_empty_files(tmp_path):
-    with pytest.raises(EvaluationInputError, match="no such file"):
+    with pytest.raises(InputError, match="no such file"):
         read_runs([tmp_path / "nothing.run"])
-    with pytest.raises(EvaluationInputError, match="the run file is empty"):
+    with pytest.raises(InputError, match="the run file is empty"):
         read_runs([_write(tmp_path / "empty.run", "\n")])
 
 
@@ -56,7 +57,7 @@ def test_missing_and_empty_files(tmp_path):
     ("1 2 a 1\n1 2 a 0\n", "diversity", "line 2: document 'a' is judged twice for topic '1', intent '2'"),
 ])
 def test_bad_qrels(tmp_path, text, kind, message):
-    with pytest.raises(EvaluationInputError, match=message):
+    with pytest.raises(InputError, match=message):
         read_qrels(_write(tmp_path / "q", text), kind)
 
 
@@ -69,7 +70,7 @@ def test_qrels_accept_gz_and_ntcireval_levels(tmp_path):
 
 def test_intent_probabilities(tmp_path):
     assert read_intent_probabilities(_write(tmp_path / "p", "7 1 0.25\n7 2 0.75\n")) == {"7": {"1": 0.25, "2": 0.75}}
-    with pytest.raises(EvaluationInputError, match="line 1: probability '1.5' is not between 0 and 1"):
+    with pytest.raises(InputError, match="line 1: probability '1.5' is not between 0 and 1"):
         read_intent_probabilities(_write(tmp_path / "p2", "7 1 1.5\n"))
 
 
@@ -79,7 +80,7 @@ def test_orders_trec_eval_and_rank():
     words = runs.vocab[0]
     assert [words[c] for c in runs.ordered_codes("trec_eval")[0, 0]] == ["b", "c", "a"]
     assert [words[c] for c in runs.ordered_codes("rank")[0, 0]] == ["a", "c", "b"]
-    with pytest.raises(EvaluationInputError, match="unknown order"):
+    with pytest.raises(InputError, match="unknown order"):
         runs.ordered_codes("file")
 
 
@@ -102,7 +103,7 @@ def test_ties_change_the_score_only_through_the_order():
     ("", "give at least one measure"),
 ])
 def test_bad_measure_names(text, message):
-    with pytest.raises(EvaluationInputError, match=message):
+    with pytest.raises(InputError, match=message):
         parse_measures(text)
 
 
@@ -115,15 +116,15 @@ def test_measure_keys():
 
 def test_measure_family_needs_matching_qrels():
     runs = RunSet.from_rankings([("r", "x", {"1": (["a"], [1.0], [1])})])
-    with pytest.raises(EvaluationInputError, match="need diversity qrels"):
+    with pytest.raises(InputError, match="need diversity qrels"):
         evaluate_runs(runs, Qrels("adhoc", {"1": {"a": 1}}), parse_measures("alpha_nDCG@5"))
-    with pytest.raises(EvaluationInputError, match="need ad hoc qrels"):
+    with pytest.raises(InputError, match="need ad hoc qrels"):
         evaluate_runs(runs, Qrels("diversity", {"1": {"1": {"a": 1}}}), parse_measures("AP"))
 
 
 def test_run_without_qrels_topics_is_an_error():
     runs = RunSet.from_rankings([("r", "x.run", {"9": (["a"], [1.0], [1])})])
-    with pytest.raises(EvaluationInputError, match="x.run: no topic of run 'r' is in the qrels"):
+    with pytest.raises(InputError, match="x.run: no topic of run 'r' is in the qrels"):
         evaluate_runs(runs, Qrels("adhoc", {"1": {"a": 1}}), parse_measures("AP"))
 
 

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from common.fileio import InputError
 from evaluation import ranking
 
 # ircor's tests/testthat/helper_data.R and test_tauAP.R (x: the true scores, y: estimated)
@@ -141,10 +142,10 @@ def test_read_scores_formats_and_errors(tmp_path):
     assert ranking.system_means(ranking.read_scores(a, "P@10")) == {"s1": 0.15, "s2": 0.1}
     tsv = tmp_path / "b.tsv"
     tsv.write_text("s1\t0.3\ns2\tx\n")
-    with pytest.raises(ranking.ScoresFormatError, match=r"b.tsv, line 2: score 'x'"):
+    with pytest.raises(InputError, match=r"b.tsv, line 2: score 'x'"):
         ranking.read_scores(tsv)
     tsv.write_text("s1 t1 0.3\ns1 t1 0.4\n")
-    with pytest.raises(ranking.ScoresFormatError, match=r"line 2: system s1 topic t1 is scored twice"):
+    with pytest.raises(InputError, match=r"line 2: system s1 topic t1 is scored twice"):
         ranking.read_scores(tsv)
 
 

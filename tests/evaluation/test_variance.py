@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from common.fileio import InputError
 from evaluation import variance
 
 RUNS = ["good", "fair", "weak", "noisy"]
@@ -132,10 +133,10 @@ def test_subsample_taus_seeded(web_scores):
 def test_read_intent_scores_errors(tmp_path):
     path = tmp_path / "s.tsv"
     path.write_text("A q1 1 0.5\nA q1 1 0.4\n")
-    with pytest.raises(variance.IntentScoresFormatError, match=r"s.tsv, line 2: .*already scored on line 1"):
+    with pytest.raises(InputError, match=r"s.tsv, line 2: .*already scored on line 1"):
         variance.read_intent_scores(path)
     path.write_text("A q1 0.5\n")
-    with pytest.raises(variance.IntentScoresFormatError, match=r"line 1: expected 4 columns"):
+    with pytest.raises(InputError, match=r"line 1: expected 4 columns"):
         variance.read_intent_scores(path)
     path.write_text("A q1 1 0.5\nB q1 1 0.5\nA q2 1 0.5\nA q3 1 0.2\nB q3 1 0.1\n")
     with pytest.raises(ValueError, match="query q2 intent 1 is not scored for every system"):
@@ -217,11 +218,11 @@ def test_read_intent_scores_header_rows(tmp_path, web_scores):
         pd.testing.assert_frame_equal(variance.read_intent_scores(path), want, obj=path.name)
     bad = tmp_path / "bad.tsv"
     bad.write_text("system query topic score\nA q1 1 0.5\n")
-    with pytest.raises(variance.IntentScoresFormatError,
+    with pytest.raises(InputError,
                        match=r"bad.tsv, line 1: a header must name the columns"):
         variance.read_intent_scores(bad)
     bad.write_text("system query intent score\nA q1 1 high\n")
-    with pytest.raises(variance.IntentScoresFormatError, match=r"line 2: score 'high' is not a number"):
+    with pytest.raises(InputError, match=r"line 2: score 'high' is not a number"):
         variance.read_intent_scores(bad)
 
 

@@ -6,11 +6,11 @@ from collections import Counter, defaultdict
 
 import pytest
 
+from common.fileio import InputError
 from pooling.coverage import coverage, qrels_stats
 from pooling.qrelsio import (
     AdhocQrel,
     DiversityQrel,
-    QrelsFormatError,
     read_adhoc_qrels,
     read_diversity_qrels,
     read_qrels,
@@ -60,10 +60,10 @@ def test_roundtrip_gz(tmp_path, shared_data):
 def test_errors_name_file_and_line(tmp_path):
     bad = tmp_path / "bad.qrels"
     bad.write_text("1 0 d1 1\n\n1 0 d2\n")
-    with pytest.raises(QrelsFormatError, match=r"bad\.qrels, line 3: expected 4 fields, got 3"):
+    with pytest.raises(InputError, match=r"bad\.qrels, line 3: expected 4 fields, got 3"):
         list(read_adhoc_qrels(bad))
     bad.write_text("1 0 d1 high\n")
-    with pytest.raises(QrelsFormatError,
+    with pytest.raises(InputError,
                        match=r"bad\.qrels, line 1: relevance 'high' is not a whole number"):
         list(read_adhoc_qrels(bad))
     with pytest.raises(ValueError, match="whitespace"):
@@ -195,32 +195,32 @@ def _qrels(tmp_path, text, name="q.txt"):
 def test_cacm_smart_qrels_are_recognised_as_the_wrong_format(shared_data):
     path = shared_data / "small-corpora" / "cacm" / "qrels.text"
     for fmt in ("adhoc", "diversity"):
-        with pytest.raises(QrelsFormatError, match=r"qrels\.text, line 1: every line has "
+        with pytest.raises(InputError, match=r"qrels\.text, line 1: every line has "
                            r"document id '0' and grade 0 .* looks like SMART qrels"):
             read_qrels(path, fmt)
 
 
 def test_adhoc_qrels_offered_as_diversity_are_refused(shared_data):
     path = shared_data / "trec-web-diversity" / "2011" / "qrels.adhoc.txt"
-    with pytest.raises(QrelsFormatError, match="--format adhoc"):
+    with pytest.raises(InputError, match="--format adhoc"):
         read_qrels(path, "diversity")
     assert len(read_qrels(path, "adhoc")) == 19381
 
 
 def test_second_grade_names_both_lines(tmp_path):
     p = _qrels(tmp_path, "1 0 a 1\n1 0 b 0\n# note\n1 0 a 2\n")
-    with pytest.raises(QrelsFormatError, match=r"q\.txt, line 4: second grade \(2\) for "
+    with pytest.raises(InputError, match=r"q\.txt, line 4: second grade \(2\) for "
                        r"topic '1', document 'a', already graded 1 on line 1"):
         read_qrels(p, "adhoc")
     # ad hoc qrels ignore the iteration column: a different one is still the same judgment
     p = _qrels(tmp_path, "1 1 a 1\n1 2 a 0\n")
-    with pytest.raises(QrelsFormatError, match=r"line 2: .*already graded 1 on line 1; .*"
+    with pytest.raises(InputError, match=r"line 2: .*already graded 1 on line 1; .*"
                        "--format diversity"):
         read_qrels(p, "adhoc")
     # diversity: per subtopic
     assert len(read_qrels(p, "diversity")) == 2
     p = _qrels(tmp_path, "1 1 a 1\n1 2 a 0\n1 1 a 1\n")
-    with pytest.raises(QrelsFormatError, match=r"line 3: second grade \(1\) for topic '1', "
+    with pytest.raises(InputError, match=r"line 3: second grade \(1\) for topic '1', "
                        r"subtopic '1', document 'a', already graded 1 on line 1"):
         read_qrels(p, "diversity")
 
@@ -243,7 +243,7 @@ def test_strip_zeros_maps_topic_ids(shared_data):
 ])
 def test_bad_values_name_the_line(tmp_path, line, fragment):
     p = _qrels(tmp_path, "1 0 ok 1\n" + line + "\n")
-    with pytest.raises(QrelsFormatError) as info:
+    with pytest.raises(InputError) as info:
         read_qrels(p, "adhoc")
     assert info.value.line == 2 and fragment in str(info.value)
     assert len(str(info.value)) < len(str(p)) + 300  # quotes at most ~200 characters
@@ -257,17 +257,17 @@ def test_ids_are_nfc(tmp_path):
 def test_encoding_truncation_and_non_gzip(tmp_path):
     p = tmp_path / "l1.txt"
     p.write_bytes("t\u00e9 0 d1 1\n".encode("latin-1"))
-    with pytest.raises(QrelsFormatError, match=r"l1\.txt, line 1: not valid utf-8 .*--encoding"):
+    with pytest.raises(InputError, match=r"l1\.txt, line 1: not valid utf-8 .*--encoding"):
         read_qrels(p, "adhoc")
     assert read_qrels(p, "adhoc", encoding="latin-1")[0][1].topic_id == "t\u00e9"
     whole = gzip.compress(b"".join(b"1 0 d%d 1\n" % i for i in range(20000)))
     cut = tmp_path / "cut.txt.gz"
     cut.write_bytes(whole[: len(whole) // 2])
-    with pytest.raises(QrelsFormatError, match=r"cut\.txt\.gz, line \d+: truncated or corrupt"):
+    with pytest.raises(InputError, match=r"cut\.txt\.gz, line \d+: truncated or corrupt"):
         read_qrels(cut, "adhoc")
     fake = tmp_path / "fake.txt.gz"
     fake.write_text("1 0 d1 1\n")
-    with pytest.raises(QrelsFormatError, match="not gzip data"):
+    with pytest.raises(InputError, match="not gzip data"):
         read_qrels(fake, "adhoc")
 
 
@@ -298,8 +298,8 @@ def test_smart_and_cranqrel_files_of_the_small_corpora(shared_data, tmp_path):
         assert got[(q, d)] == (5 - int(code) if 1 <= int(code) <= 4 else 0)
     bad = tmp_path / "bad.rel"
     bad.write_text("1 184 2\n1 29 x\n")
-    with pytest.raises(QrelsFormatError, match=r"bad.rel, line 2: .*relevance code"):
+    with pytest.raises(InputError, match=r"bad.rel, line 2: .*relevance code"):
         read_qrels(bad, "cranqrel")
-    with pytest.raises(QrelsFormatError, match=r"bad.rel, line 1: expected 4 fields, got 3.*"
+    with pytest.raises(InputError, match=r"bad.rel, line 1: expected 4 fields, got 3.*"
                                                r"--format cranqrel"):
         read_qrels(bad, "adhoc")

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from common.fileio import InputError
 from retrieval.collections_io import (
-    CollectionFormatError,
     read_collection,
     write_json_collection,
 )
@@ -44,7 +44,7 @@ def test_jsonl_both_shapes_and_gz(tmp_path):
 )
 def test_jsonl_errors_name_file_and_line(tmp_path, text, line, message):
     p = _write(tmp_path, "bad.jsonl", text)
-    with pytest.raises(CollectionFormatError) as e:
+    with pytest.raises(InputError) as e:
         list(read_collection(p, "jsonl"))
     assert str(e.value).startswith(f"{p}, line {line}: ")
     assert message in str(e.value)
@@ -74,7 +74,7 @@ def test_trec_reads_docno_and_strips_tags(tmp_path):
 )
 def test_trec_errors_name_file_and_line(tmp_path, text, line, message):
     p = _write(tmp_path, "bad.trec", text)
-    with pytest.raises(CollectionFormatError) as e:
+    with pytest.raises(InputError) as e:
         list(read_collection(p, "trec"))
     assert str(e.value).startswith(f"{p}, line {line}: ")
     assert message in str(e.value)
@@ -101,7 +101,7 @@ def test_smart_fields(tmp_path):
 )
 def test_smart_errors_name_file_and_line(tmp_path, text, line, message):
     p = _write(tmp_path, "bad.all", text)
-    with pytest.raises(CollectionFormatError) as e:
+    with pytest.raises(InputError) as e:
         list(read_collection(p, "smart"))
     assert str(e.value).startswith(f"{p}, line {line}: ")
     assert message in str(e.value)

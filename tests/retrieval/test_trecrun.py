@@ -3,7 +3,8 @@ import io
 
 import pytest
 
-from retrieval.trecrun import RunFormatError, read_run, write_run
+from common.fileio import InputError
+from retrieval.trecrun import read_run, write_run
 
 
 def test_read_orders_by_score_then_docid_and_accepts_gz(tmp_path):
@@ -31,7 +32,7 @@ def test_read_orders_by_score_then_docid_and_accepts_gz(tmp_path):
 def test_errors_name_file_and_line(tmp_path, text, line, message):
     p = tmp_path / "bad.run"
     p.write_text(text)
-    with pytest.raises(RunFormatError) as e:
+    with pytest.raises(InputError) as e:
         read_run(p)
     assert str(e.value).startswith(f"{p}, line {line}: ")
     assert message in str(e.value)

@@ -3,8 +3,9 @@ python manage.py import_topics --ir-datasets ID --topic-set NAME"""
 from django.core.management.base import BaseCommand, CommandError
 
 from common import irdatasets
+from common.fileio import InputError
 from crowd.services import ImportRejected, topics_import
-from crowd.topicfiles import (TOPIC_FORMATS, ParseError, TopicRecord, iter_topics, text_check,
+from crowd.topicfiles import (TOPIC_FORMATS, TopicRecord, iter_topics, text_check,
                               topic_id_check)
 
 
@@ -73,7 +74,7 @@ class Command(BaseCommand):
             else:
                 records = iter_topics(path, fmt, ids=ids, encoding=encoding)
             result = topics_import(topic_set, records, replace=replace, merge_rows=fmt == "tsv")
-        except (ParseError, ImportRejected, irdatasets.IrDatasetsError) as exc:
+        except (InputError, ImportRejected, irdatasets.IrDatasetsError) as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write(
             f"{topic_set}: {result['created']} topic(s) created, "

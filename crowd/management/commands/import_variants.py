@@ -3,7 +3,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from crowd.normalise import NORMALISATIONS
 from crowd.services import ImportRejected, variants_import
-from crowd.topicfiles import ParseError
+from common.fileio import InputError
 from crowd.variantfiles import VARIANT_FORMATS, iter_variants
 
 
@@ -64,7 +64,7 @@ class Command(BaseCommand):
                 spell_correct=spell_correct,
                 normalise=normalise,
             )
-        except (ParseError, ImportRejected) as exc:
+        except (InputError, ImportRejected) as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write(
             f"{topic_set}: {result['variants']} variant(s) imported, "

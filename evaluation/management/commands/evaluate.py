@@ -3,9 +3,10 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from common.fileio import InputError
 from common.manifest_command import ManifestMixin, add_out_argument
 from evaluation import evaluate_selectors
-from evaluation.measures import (EvaluationInputError, RunSet, evaluate_runs, parse_measures,
+from evaluation.measures import (RunSet, evaluate_runs, parse_measures,
                                  read_intent_probabilities, read_qrels, read_runs)
 from evaluation.measures.engine import check_measures
 from evaluation.measures.registry import measure_names
@@ -62,7 +63,7 @@ class Command(ManifestMixin, BaseCommand):
                 RunSet.from_rankings(self._runs(o)))
             result = evaluate_runs(runs, qrels, specs, order=o["order"], complete=o["complete"],
                                    intent_probabilities=probs)
-        except EvaluationInputError as exc:
+        except InputError as exc:
             raise CommandError(str(exc)) from None
         self.output_write(o["out"], self._report(result, specs, o))
 
@@ -90,9 +91,9 @@ class Command(ManifestMixin, BaseCommand):
     @staticmethod
     def _runs(o) -> list[tuple[str, str, dict]]:
         if (o["tag"] or o["collection"] or o["model"]) and not o["topic_set"]:
-            raise EvaluationInputError("--tag/--collection/--model", None, "stored runs need --topic-set")
+            raise InputError("--tag/--collection/--model", None, "stored runs need --topic-set")
         if not o["run"] and not o["topic_set"]:
-            raise EvaluationInputError("--run", None, "give run files (--run) or stored runs (--topic-set)")
+            raise InputError("--run", None, "give run files (--run) or stored runs (--topic-set)")
         runs = []
         for path in o["run"]:
             tag, per = read_run_file(path)

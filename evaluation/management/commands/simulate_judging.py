@@ -9,7 +9,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from evaluation.evaluate_selectors import stored_runs
 from evaluation.judged_enough import MEASURES, tau_curve
-from evaluation.measures import EvaluationInputError
+from common.fileio import InputError
 from judging.analysis import ORDERS, judging_simulation, stop_simulation
 from judging.selectors import judgment_set_get, relevance_by_topic
 from pooling.selectors import pool_get
@@ -55,7 +55,7 @@ class Command(BaseCommand):
                 pool_get(o["pool"]), judgment_set_get(o["qrels"]), order=o["order"],
                 budget=o["budget"], rule=o["stop"], every=o["stop_every"])
                 if o["stop"] else None)
-        except (ValueError, EvaluationInputError) as exc:
+        except (ValueError, InputError) as exc:
             raise CommandError(str(exc)) from None
         if o["json"]:
             out = {k: result[k] for k in ("order", "budget", "per_topic", "judged",

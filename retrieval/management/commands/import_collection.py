@@ -7,9 +7,10 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from common import irdatasets
+from common.fileio import InputError
 
 from retrieval.anserini import AnseriniError
-from retrieval.collections_io import FORMATS, CollectionFormatError
+from retrieval.collections_io import FORMATS
 from retrieval.services import ImportInterrupted, RetrievalError, collection_import
 
 
@@ -54,7 +55,7 @@ class Command(BaseCommand):
             else:
                 c = collection_import(name, path, fmt, progress=say, encoding=encoding,
                                       skip_empty=skip_empty)
-        except (CollectionFormatError, RetrievalError, AnseriniError, ImportInterrupted,
+        except (InputError, RetrievalError, AnseriniError, ImportInterrupted,
                 irdatasets.IrDatasetsError) as exc:
             raise CommandError(str(exc)) from None
         except KeyboardInterrupt:

@@ -2,7 +2,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from retrieval.services import RetrievalError, system_run_import
-from retrieval.trecrun import RunFormatError
+from common.fileio import InputError
 
 
 class Command(BaseCommand):
@@ -21,6 +21,6 @@ class Command(BaseCommand):
     def handle(self, *args, path, topic_set, tag, encoding, **options):
         try:
             run = system_run_import(path, topic_set_name=topic_set, tag=tag, encoding=encoding)
-        except (RunFormatError, RetrievalError, ValueError) as exc:
+        except (InputError, RetrievalError, ValueError) as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write(f"run {run.id} ({run.tag}): {run.total} topics imported")

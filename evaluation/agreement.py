@@ -49,6 +49,7 @@ import krippendorff
 import numpy as np
 import pandas as pd
 
+from common import fileio
 from common.fileio import InputError
 from crowd.naturalsort import natural_key
 
@@ -105,26 +106,25 @@ def read_labels_tsv(path: PathLike) -> pd.DataFrame:
     """Read ``topic intent docid assessor grade`` lines (tab or space separated; blank
     lines and ``#`` comments skipped). Any bad line stops the read with its number."""
     rows, seen = [], {}
-    with open(path, newline="") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip() or line.lstrip().startswith("#"):
-                continue
-            parts = line.split()
-            if len(parts) != 5:
-                raise InputError(
-                    path, lineno, f"expected 5 columns (topic intent docid assessor grade), "
-                                  f"found {len(parts)}")
-            try:
-                grade = int(parts[4])
-            except ValueError:
-                raise InputError(path, lineno, f"grade {parts[4]!r} is not an integer") from None
-            key = tuple(parts[:4])
-            if key in seen:
-                raise InputError(
-                    path, lineno, f"assessor {parts[3]} already labelled this document for "
-                                  f"topic {parts[0]} intent {parts[1]} on line {seen[key]}")
-            seen[key] = lineno
-            rows.append((*parts[:4], grade))
+    for lineno, line in fileio.open_lines(path):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        parts = line.split()
+        if len(parts) != 5:
+            raise InputError(
+                path, lineno, f"expected 5 columns (topic intent docid assessor grade), "
+                              f"found {len(parts)}")
+        try:
+            grade = int(parts[4])
+        except ValueError:
+            raise InputError(path, lineno, f"grade {parts[4]!r} is not an integer") from None
+        key = tuple(parts[:4])
+        if key in seen:
+            raise InputError(
+                path, lineno, f"assessor {parts[3]} already labelled this document for "
+                              f"topic {parts[0]} intent {parts[1]} on line {seen[key]}")
+        seen[key] = lineno
+        rows.append((*parts[:4], grade))
     if not rows:
         raise InputError(path, 1, "no labels")
     return label_table(rows)
@@ -141,28 +141,32 @@ def read_trec_rf10_crowd(path: PathLike) -> pd.DataFrame:
     revision); when that is a broken link the pair has no label from that worker.
     """
     rows: dict = {}
-    with open(path, newline="") as fh:
-        reader = csv.reader(fh, delimiter="\t")
-        header = next(reader, None)
-        expected = ["topicID", "workerID", "docID", "gold", "label"]
-        if header is None or [h.strip() for h in header[:5]] != expected:
-            raise InputError(path, 1, "expected the header topicID workerID docID gold label")
-        for lineno, parts in enumerate(reader, 2):
-            if not parts or not "".join(parts).strip():
-                continue
-            if len(parts) != 5:
-                raise InputError(path, lineno, f"expected 5 tab-separated columns, found {len(parts)}")
-            topic, worker, docid, _gold, label = (p.strip() for p in parts)
-            try:
-                grade = int(label)
-            except ValueError:
-                raise InputError(path, lineno, f"label {label!r} is not an integer") from None
-            if grade not in (-2, 0, 1, 2):
-                raise InputError(path, lineno, f"label {grade} is not one of -2, 0, 1, 2")
-            key = (topic, docid, worker)
-            rows.pop(key, None)  # the last judgment wins, in file order
-            if grade != -2:
-                rows[key] = grade
+    expected = ["topicID", "workerID", "docID", "gold", "label"]
+    header = None
+    for lineno, line in fileio.open_lines(path):
+        parts = next(csv.reader([line], delimiter="\t"), [])  # one record per line
+        if header is None:
+            header = parts
+            if [h.strip() for h in header[:5]] != expected:
+                raise InputError(path, 1, "expected the header topicID workerID docID gold label")
+            continue
+        if not parts or not "".join(parts).strip():
+            continue
+        if len(parts) != 5:
+            raise InputError(path, lineno, f"expected 5 tab-separated columns, found {len(parts)}")
+        topic, worker, docid, _gold, label = (p.strip() for p in parts)
+        try:
+            grade = int(label)
+        except ValueError:
+            raise InputError(path, lineno, f"label {label!r} is not an integer") from None
+        if grade not in (-2, 0, 1, 2):
+            raise InputError(path, lineno, f"label {grade} is not one of -2, 0, 1, 2")
+        key = (topic, docid, worker)
+        rows.pop(key, None)  # the last judgment wins, in file order
+        if grade != -2:
+            rows[key] = grade
+    if header is None:
+        raise InputError(path, 1, "expected the header topicID workerID docID gold label")
     if not rows:
         raise InputError(path, 1, "no labels")
     return label_table((t, CROWD_INTENT, d, w, g) for (t, d, w), g in rows.items())

@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from common import fileio
 from common.fileio import InputError
 
 __all__ = [
@@ -247,7 +248,9 @@ def read_scores(path: PathLike, measure: str | None = None) -> pd.DataFrame:
     """Scores of systems from an ``evaluate --json`` output or a whitespace-separated file
     of ``system score`` (means) or ``system topic score`` lines. Returns a frame with
     columns system, topic (None for means), score."""
-    text = open(path).read()
+    # one "line" may be a whole evaluate --json output written without line breaks
+    lines = fileio.open_lines(path, max_line_bytes=fileio.MAX_FILE_BYTES)
+    text = "\n".join(line for _, line in lines)
     if text.lstrip().startswith("{"):
         return _read_evaluate_json(path, text, measure)
     rows, width = [], None

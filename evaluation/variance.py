@@ -31,6 +31,7 @@ from typing import Sequence, Union
 import numpy as np
 import pandas as pd
 
+from common import fileio
 from common.fileio import InputError
 
 __all__ = [
@@ -63,43 +64,42 @@ def read_intent_scores(path: PathLike) -> pd.DataFrame:
     order = (0, 1, 2, 3)
     header = None  # (line number, field count) once a header was read
     comma = False
-    with open(path) as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip() or line.lstrip().startswith("#"):
+    for lineno, line in fileio.open_lines(path):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        if header is None and not rows:
+            names = [n.lower() for n in _fields(line, "," in line)]
+            if set(names) & set(COLUMNS) and not _is_number(names[-1]):
+                missing = [c for c in COLUMNS if c not in names]
+                if missing or len(names) != 4:
+                    raise InputError(
+                        path, lineno, "a header must name the columns system, query, intent "
+                        f"and score once each; found {' '.join(names)}")
+                order = tuple(names.index(c) for c in COLUMNS)
+                comma = "," in line
+                header = (lineno, 4)
                 continue
-            if header is None and not rows:
-                names = [n.lower() for n in _fields(line, "," in line)]
-                if set(names) & set(COLUMNS) and not _is_number(names[-1]):
-                    missing = [c for c in COLUMNS if c not in names]
-                    if missing or len(names) != 4:
-                        raise InputError(
-                            path, lineno, "a header must name the columns system, query, intent "
-                            f"and score once each; found {' '.join(names)}")
-                    order = tuple(names.index(c) for c in COLUMNS)
-                    comma = "," in line
-                    header = (lineno, 4)
-                    continue
-                header = (0, 4)
-            parts = _fields(line, comma)
-            if header[0] and len(parts) == 5:
-                parts = parts[1:]  # a row name
-            if len(parts) != 4:
-                raise InputError(
-                    path, lineno, f"expected 4 columns (system query intent score), found {len(parts)}")
-            parts = [parts[i] for i in order]
-            try:
-                score = float(parts[3])
-            except ValueError:
-                raise InputError(path, lineno, f"score {parts[3]!r} is not a number") from None
-            if not math.isfinite(score):
-                raise InputError(path, lineno, f"score {parts[3]!r} is not finite")
-            key = tuple(parts[:3])
-            if key in seen:
-                raise InputError(
-                    path, lineno,
-                    f"system {key[0]} query {key[1]} intent {key[2]} already scored on line {seen[key]}")
-            seen[key] = lineno
-            rows.append((*parts[:3], score))
+            header = (0, 4)
+        parts = _fields(line, comma)
+        if header[0] and len(parts) == 5:
+            parts = parts[1:]  # a row name
+        if len(parts) != 4:
+            raise InputError(
+                path, lineno, f"expected 4 columns (system query intent score), found {len(parts)}")
+        parts = [parts[i] for i in order]
+        try:
+            score = float(parts[3])
+        except ValueError:
+            raise InputError(path, lineno, f"score {parts[3]!r} is not a number") from None
+        if not math.isfinite(score):
+            raise InputError(path, lineno, f"score {parts[3]!r} is not finite")
+        key = tuple(parts[:3])
+        if key in seen:
+            raise InputError(
+                path, lineno,
+                f"system {key[0]} query {key[1]} intent {key[2]} already scored on line {seen[key]}")
+        seen[key] = lineno
+        rows.append((*parts[:3], score))
     if not rows:
         raise InputError(path, 1, "no scores")
     return intent_scores_frame(rows)

@@ -4,46 +4,40 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from common.fileio import atomic_output
+from common import fileio
+from common.fileio import InputError, atomic_output
 from common.manifest_command import ManifestMixin
 from evaluation import pseudoqrels
 
 
 def _tsv(path: str, columns: int, what: str) -> list[list[str]]:
-    p = Path(path)
-    if not p.is_file():
-        raise ValueError(f"{path}: no such file")
     rows = []
-    with open(p, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip() or line.startswith("#"):
-                continue
-            parts = line.rstrip("\n").split("\t")
-            if len(parts) != columns or not all(x.strip() for x in parts):
-                raise ValueError(f"{path}, line {lineno}: expected {columns} tab-separated fields ({what})")
-            rows.append([x.strip() for x in parts])
+    for lineno, line in fileio.open_lines(fileio.require_file(path)):
+        if not line.strip() or line.startswith("#"):
+            continue
+        parts = line.split("\t")
+        if len(parts) != columns or not all(x.strip() for x in parts):
+            raise InputError(path, lineno, f"expected {columns} tab-separated fields ({what})")
+        rows.append([x.strip() for x in parts])
     return rows
 
 
 def _documents(path: str) -> dict[str, str]:
-    p = Path(path)
-    if not p.is_file():
-        raise ValueError(f"{path}: no such file")
     docs = {}
-    with open(p, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}, line {lineno}: not JSON ({exc.msg})") from None
-            if not isinstance(obj, dict) or "id" not in obj:
-                raise ValueError(f"{path}, line {lineno}: expected an object with id and "
-                                 "contents (or title, text)")
-            text = obj.get("contents") if "contents" in obj else " ".join(
-                str(obj.get(k, "")) for k in ("title", "text"))
-            docs[str(obj["id"])] = str(text)
+    lines = fileio.open_lines(fileio.require_file(path), max_line_bytes=fileio.MAX_FILE_BYTES)
+    for lineno, line in lines:  # one document per line, however long
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(path, lineno, f"not JSON ({exc.msg})") from None
+        if not isinstance(obj, dict) or "id" not in obj:
+            raise InputError(path, lineno, "expected an object with id and contents (or title, "
+                                           "text)")
+        text = obj.get("contents") if "contents" in obj else " ".join(
+            str(obj.get(k, "")) for k in ("title", "text"))
+        docs[str(obj["id"])] = str(text)
     return docs
 
 
@@ -195,12 +189,11 @@ class Command(ManifestMixin, BaseCommand):
 
 def _pool_file(path: str) -> dict[str, list[str]]:
     pool: dict = {}
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            parts = line.split()
-            if not parts or parts[0].startswith("#"):
-                continue
-            if len(parts) < 2:
-                raise ValueError(f"{path}, line {lineno}: expected topic docid")
-            pool.setdefault(parts[0], []).append(parts[1])
+    for lineno, line in fileio.open_lines(fileio.require_file(path)):
+        parts = line.split()
+        if not parts or parts[0].startswith("#"):
+            continue
+        if len(parts) < 2:
+            raise InputError(path, lineno, "expected topic docid")
+        pool.setdefault(parts[0], []).append(parts[1])
     return pool

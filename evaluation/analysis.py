@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from common import fileio
+from crowd.naturalsort import natural_key
 from evaluation import agreement
 
 LABEL_FORMATS = ("tsv", "trec-rf10")
@@ -169,8 +170,8 @@ def _merged_taus(runset, judgments: dict, specs, source: str, fractions, repeats
         taus = []
         for _ in range(repeats):
             merged: dict = {}
-            for topic in sorted(judgments):
-                intents = sorted(judgments[topic])
+            for topic in sorted(judgments, key=natural_key):
+                intents = sorted(judgments[topic], key=natural_key)
                 k = max(1, round(fraction * len(intents)))
                 # a random split into k non-empty groups: shuffle, then cut at k−1 places
                 shuffled = list(rng.permutation(intents))

@@ -12,6 +12,7 @@ qrels' ordering is the reference): :mod:`evaluation.ranking`.
 """
 from __future__ import annotations
 
+from crowd.naturalsort import natural_key
 from evaluation import measures
 from evaluation.ranking import correlations
 
@@ -36,7 +37,7 @@ def tau_curve(runs: list[tuple[str, str, dict]], full: dict[str, set[str]],
         raise ValueError("the pool has fewer than two system runs: no ordering to compare")
     specs = measures.parse_measures(" ".join(MEASURES))
     runset = measures.RunSet.from_rankings(runs)
-    topics = sorted(full)
+    topics = sorted(full, key=natural_key)
     reference = _means(runset, measures.Qrels("adhoc", {
         t: {d: 1 for d in full[t]} or {"": 0} for t in topics}), specs)
     total = len(judged_log)

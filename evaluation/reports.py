@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from common import figures, fileio
+from crowd.naturalsort import natural_key
 
 Progress = Callable[[float], None]
 
@@ -328,7 +329,7 @@ def _present_rank_correlation(r):
 def _intent_tau_rows(per_topic: dict) -> list[dict]:
     """Per topic min/mean/max τ_b between its intents, topics in increasing mean τ (the
     seed's Figure 2); ``position`` is the topic's place on the x axis."""
-    order = sorted(per_topic, key=lambda t: (per_topic[t]["mean"], t))
+    order = sorted(per_topic, key=lambda t: (per_topic[t]["mean"], natural_key(t)))
     return [{"position": n, "topic": t, "statistic": k, "tau": per_topic[t][k]}
             for k in ("max", "mean", "min") for n, t in enumerate(order, 1)]
 

@@ -33,6 +33,7 @@ import pandas as pd
 
 from common import fileio
 from common.fileio import InputError
+from crowd.naturalsort import natural_key
 
 __all__ = [
     "allocation_table",
@@ -266,8 +267,9 @@ def subsample_taus(scores: pd.DataFrame, fractions: Sequence[float] = (0.2, 0.4,
     full = _ordering(scores)
     systems = full.index
     rng = np.random.default_rng(seed)
-    queries = np.array(sorted(scores["query"].unique()))
-    intents = {q: np.array(sorted(g.unique())) for q, g in scores.groupby("query")["intent"]}
+    queries = np.array(sorted(scores["query"].unique(), key=natural_key))
+    intents = {q: np.array(sorted(g.unique(), key=natural_key))
+               for q, g in scores.groupby("query")["intent"]}
     rows = []
     for fraction in fractions:
         if not 0 < fraction <= 1:

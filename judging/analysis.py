@@ -21,6 +21,8 @@ from collections import defaultdict
 
 import numpy as np
 
+from crowd.naturalsort import natural_key
+
 from . import priority, stopping
 from .selectors import (
     pool_contributing_rankings,
@@ -98,7 +100,7 @@ def judging_simulation(pool, jset, *, order: str, budget: int, per_topic: bool =
     sizes: dict[str, tuple[int, int]] = {}
     logs: dict[str, list[str]] = {}
     streams = _pool_streams(pool, jset, order, sizes, logs)
-    topics = sorted(streams)
+    topics = sorted(streams, key=natural_key)
     judged = found = 0
     curve = []
     per: dict[str, list[int]] = {t: [] for t in topics}  # relevant found after each judgment

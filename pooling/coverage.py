@@ -29,6 +29,8 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Iterable, Mapping
 
+from crowd.naturalsort import natural_key
+
 __all__ = ["coverage", "judged_relevant", "qrels_stats"]
 
 COLUMNS = ("size", "relevant", "nonrelevant", "unjudged", "pct_relevant", "pct_nonrelevant",
@@ -48,7 +50,7 @@ def judged_relevant(records: Iterable) -> tuple[dict[str, set], dict[str, set]]:
 
 
 def coverage(pool_docids_by_topic: Mapping[str, Iterable[str]], qrels: Iterable) -> list[dict]:
-    """Per-topic coverage rows (topics in ascending id order) followed by a mean row.
+    """Per-topic coverage rows (topics in natural id order) followed by a mean row.
 
     ``qrels`` holds records with ``topic_id``, ``docid`` and ``rel`` (ad hoc or
     diversity records from :mod:`pooling.qrelsio`). The mean row has ``topic="mean"``
@@ -56,7 +58,7 @@ def coverage(pool_docids_by_topic: Mapping[str, Iterable[str]], qrels: Iterable)
     """
     judged, relevant = judged_relevant(qrels)
     rows = []
-    for t in sorted(pool_docids_by_topic):
+    for t in sorted(pool_docids_by_topic, key=natural_key):
         docs = {str(d) for d in pool_docids_by_topic[t]}
         size = len(docs)
         rel = len(docs & relevant.get(t, set()))

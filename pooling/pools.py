@@ -52,6 +52,8 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
+from crowd.naturalsort import natural_key
+
 __all__ = [
     "Contribution",
     "ID_TABLE_MAX",
@@ -505,7 +507,7 @@ def pool_compute(
             raise TypeError(f"expected Contribution, got {type(c).__name__}")
         by_topic.setdefault(c.topic_id, []).append(c)
     scratch = _Scratch()
-    topics = sorted(by_topic)
+    topics = sorted(by_topic, key=natural_key)
     if string_order is None and (budget is None or budget_scope == "topic"):
         return {t: _topic_pool(t, by_topic[t], depth, p, scratch, budget, strategy)
                 for t in topics}
@@ -541,7 +543,7 @@ def _in_string_order(raw: dict[str, TopicPool], string_order: StringOrder) -> di
 
 def _global_budget_depth(raw: dict[str, TopicPool], budget: int) -> dict[str, TopicPool]:
     """The first ``budget`` documents over all topics by ``(min_rank, -W, topic_id, docid)``."""
-    topics = list(raw)  # ascending topic_id
+    topics = list(raw)  # natural topic order
     ordered = {t: _take(raw[t], _depth_order(raw[t])) for t in topics}
     if not topics:
         return {}
@@ -557,7 +559,7 @@ def _global_budget_depth(raw: dict[str, TopicPool], budget: int) -> dict[str, To
 
 def _global_budget(raw: dict[str, TopicPool], budget: int) -> dict[str, TopicPool]:
     """The ``budget`` heaviest documents over all topics, by ``(-W, topic_id, docid)``."""
-    topics = list(raw)  # ascending topic_id
+    topics = list(raw)  # natural topic order
     if not topics:
         return {}
     w = np.concatenate([raw[t].weights for t in topics])

@@ -210,7 +210,7 @@ def pool_build(pool_id: int, *, progress: Callable[[float], None] | None = None,
         contributions, string_order, remaps = _string_order_plan(contributions)
         built = pool_maths.pool_compute(contributions, string_order=string_order, **kwargs)
         _progress_set(pool, 0.8, progress)
-        rows = [_pool_topic_row(pool, tp, remaps[0]) for _, tp in sorted(built.items())]
+        rows = [_pool_topic_row(pool, tp, remaps[0]) for tp in sorted(built.values(), key=lambda tp: natural_key(tp.topic_id))]
         with transaction.atomic():
             if not leases.held(Pool, pool.pk, holder):
                 # taken over (lease expired, re-queued) or finished by another delivery

@@ -180,8 +180,8 @@ def ranking_records(
     Only finished runs contribute. User rankings: one per variant, from the newest finished
     variants run of the one (collection, model) that :func:`user_ranking_source_get`
     allows — never two models or two runs of one person's query. System rankings: one per
-    finished imported run (tags are unique per topic set). Order: topic id, then source,
-    then run id, then label — deterministic. ``with_scores=False`` leaves the scores in
+    finished imported run (tags are unique per topic set). Order: topic (natural order),
+    then source, then run id, then label — deterministic. ``with_scores=False`` leaves the scores in
     the database (pools need only the docids: a third of the bytes).
 
     With ``run_ids`` (the runs a pool recorded) exactly those runs contribute, whatever
@@ -195,7 +195,7 @@ def ranking_records(
         qs = qs.filter(topic__topic_id__in=[str(t) for t in topic_ids])
     columns = ["topic__topic_id", "run__kind", "run_id", "label", "weight", "users",
                "ranking__docids"] + (["ranking__scores"] if with_scores else [])
-    rows = qs.order_by("topic__topic_id", "run__kind", "run_id", "label").values_list(*columns)
+    rows = qs.order_by("topic__sort_key", "run__kind", "run_id", "label").values_list(*columns)
     for topic_id, kind, run_id, label, weight, users, d, *s in rows.iterator(chunk_size=2000):
         yield RankingRecord(
             topic_id=topic_id,
@@ -415,10 +415,11 @@ def run_find(*, topic_set_name: str, collection_name: str | None = None,
 
 
 def run_rankings(run: Run) -> Iterator[tuple[str, list[str], list[float]]]:
-    """``(qid, docids, scores)`` for every ranked query of a run, by topic id then label."""
+    """``(qid, docids, scores)`` for every ranked query of a run, by topic (natural order)
+    then label."""
     rows = list(
         RunQuery.objects.filter(run=run, ranking__isnull=False)
-        .order_by("topic__topic_id", "label")
+        .order_by("topic__sort_key", "label")
         .values_list("topic__topic_id", "label", "ranking__docids", "ranking__scores")
     )
     arrays = [(t, lab, np.frombuffer(bytes(d), dtype=DOCID_DTYPE),
@@ -439,7 +440,7 @@ def retrieval_model_list():
 
 def run_query_list(run: Run):
     return (RunQuery.objects.filter(run=run).select_related("topic", "ranking")
-            .order_by("topic__topic_id", "label"))
+            .order_by("topic__sort_key", "label"))
 
 
 def document_raw(collection: Collection, docid: str) -> str | None:

@@ -105,6 +105,18 @@ def test_budget_global_scope():
     assert {t: p.docids.tolist() for t, p in pools.items()} == {"x": [], "y": [4], "z": []}
 
 
+def test_global_budget_ties_go_to_topics_in_natural_order():
+    # one document each, the same weight and rank: the budget goes by topic id as people
+    # read it (9 before 10), not as strings ("10" before "9")
+    cs = [C("10", [1]), C("9", [2]), C("UQV100.10", [3]), C("UQV100.9", [4])]
+    for strategy in ("rbp", "depth"):
+        pools = pool_compute(cs, strategy=strategy, depth=1, p=0.5, budget=2,
+                             budget_scope="global")
+        assert list(pools) == ["9", "10", "UQV100.9", "UQV100.10"]
+        assert {t: p.docids.tolist() for t, p in pools.items()} == {
+            "9": [2], "10": [1], "UQV100.9": [], "UQV100.10": []}
+
+
 def test_strategies_order_the_same_documents_differently():
     cs = [C("a", [1, 2, 3]), C("a", [4, 1]), C("a", [5, 6], "user", 3), C("b", [7, 8])]
     # p = 1/2. weights: 1: 1/2 + 1/4; 2: 1/4; 3: 1/8; 4: 1/2; 5: 3 * 1/2; 6: 3 * 1/4

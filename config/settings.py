@@ -104,9 +104,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     )
 else:
     DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=60))
-    # The crowd worker flow prepares its statements (crowd.compiled). Behind a pooler that
-    # cannot keep prepared statements (PgBouncer in transaction mode before 1.21) set
-    # DB_PREPARED_STATEMENTS=0.
+    # The crowd worker flow and judging prepare their statements (common.sql). Behind a
+    # pooler that cannot keep prepared statements (PgBouncer in transaction mode before
+    # 1.21) set DB_PREPARED_STATEMENTS=0.
     if not env.bool("DB_PREPARED_STATEMENTS", default=True):
         DATABASES["default"].setdefault("OPTIONS", {})["prepare_threshold"] = None
 

@@ -293,3 +293,9 @@ class GoldAnswer(models.Model):
             models.UniqueConstraint(fields=["task", "assessor", "topic_id", "docid"],
                                     name="uniq_gold_answer"),
         ]
+
+
+# Tables named in the hand-written SQL of the judging hot paths (common.sql runs it).
+SLOT_TABLE, ITEM_TABLE = JudgingSlot._meta.db_table, JudgingItem._meta.db_table
+TOPIC_TABLE, ASSESSOR_TABLE = TaskTopic._meta.db_table, TaskAssessor._meta.db_table
+LABEL_TABLE = Label._meta.db_table

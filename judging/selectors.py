@@ -15,9 +15,12 @@ import numpy as np
 from django.db.models import Count, Q
 from django.utils import timezone
 
+from common import sql
+
 from . import aggregate as agg
 from .labelfiles import QrelsLine
-from .models import NO_INTENT, JudgingSlot, JudgingTask, JudgmentSet, Label, TaskTopic
+from .models import (ASSESSOR_TABLE, LABEL_TABLE, NO_INTENT, SLOT_TABLE, TOPIC_TABLE,
+                     JudgingSlot, JudgingTask, JudgmentSet, Label, TaskTopic)
 
 EXPORT_FORMATS = ("adhoc", "diversity", "ndeval", "raw")
 
@@ -228,18 +231,16 @@ def task_progress(task: JudgingTask, topic_id: str | None = None, *,
     slots, which the services keep in the transaction that moves a slot into or out of
     ``done``; live leases are read from the index of leased slots (at most the
     assessors' batches)."""
-    from . import sql
-
     now = now or timezone.now()
     one = " AND topic_id = %s" if topic_id is not None else ""
     extra = [topic_id] if topic_id is not None else []
-    leased = dict(sql.rows(
-        f"SELECT topic_id, COUNT(*) FROM {sql.SLOT} WHERE task_id = %s AND state = %s "
+    leased = dict(sql.fetch(
+        f"SELECT topic_id, COUNT(*) FROM {SLOT_TABLE} WHERE task_id = %s AND state = %s "
         f"AND lease_expires > %s{one} GROUP BY topic_id",
         [task.pk, JudgingSlot.LEASED, sql.db_time(now), *extra]))
     user_mode = task.mode == JudgingTask.MODE_USER
     users = ", users" if user_mode else ", NULL"
-    rows = sql.rows(f"SELECT topic_id, size, slots_done{users} FROM {sql.TOPIC} "
+    rows = sql.fetch(f"SELECT topic_id, size, slots_done{users} FROM {TOPIC_TABLE} "
                     f"WHERE task_id = %s{one} ORDER BY topic_id", [task.pk, *extra])
     topics = {}
     total = {"items": 0, "slots": 0, "done": 0, "leased": 0, "remaining": 0}
@@ -259,20 +260,18 @@ def assessor_progress(task: JudgingTask, assessor: str, *, now: datetime | None 
     assessor: their current topic, slots done and live leases over the task and within
     that topic, and the item of their latest judgment that counts (None: none). One
     query, over the assessor's own slots."""
-    from . import sql
-
     now = now or timezone.now()
-    mine = f"SELECT COUNT(*) FROM {sql.SLOT} s WHERE s.task_id = a.task_id AND s.assessor = %s"
-    found = sql.rows(
+    mine = f"SELECT COUNT(*) FROM {SLOT_TABLE} s WHERE s.task_id = a.task_id AND s.assessor = %s"
+    found = sql.fetch(
         f"SELECT a.topic_id, ({mine} AND s.state = %s), "
         f"({mine} AND s.state = %s AND s.lease_expires > %s), "
         f"({mine} AND s.state = %s AND s.topic_id = a.topic_id), "
-        f"(SELECT t.size FROM {sql.TOPIC} t WHERE t.task_id = a.task_id "
+        f"(SELECT t.size FROM {TOPIC_TABLE} t WHERE t.task_id = a.task_id "
         f" AND t.topic_id = a.topic_id), "
-        f"(SELECT l.item_id FROM {sql.LABEL} l WHERE l.judgment_set_id = %s "
+        f"(SELECT l.item_id FROM {LABEL_TABLE} l WHERE l.judgment_set_id = %s "
         f" AND l.assessor = %s AND l.current = %s AND l.item_id IS NOT NULL "
         f" ORDER BY l.id DESC LIMIT 1) "
-        f"FROM {sql.ASSESSOR} a WHERE a.task_id = %s AND a.assessor = %s",
+        f"FROM {ASSESSOR_TABLE} a WHERE a.task_id = %s AND a.assessor = %s",
         [assessor, JudgingSlot.DONE, assessor, JudgingSlot.LEASED, sql.db_time(now),
          assessor, JudgingSlot.DONE, task.judgment_set_id, assessor, True, task.pk,
          assessor])

@@ -47,12 +47,18 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Count, Exists, Max, OuterRef
 from django.utils import timezone
 
+from common import sql
 from common.fileio import clean_name, file_sha256
 
-from . import labelfiles, priority, sql, stopping
+from . import labelfiles, priority, stopping
 from .selectors import task_judged_sequences
 from .models import (
+    ASSESSOR_TABLE,
+    ITEM_TABLE,
+    LABEL_TABLE,
     NO_INTENT,
+    SLOT_TABLE,
+    TOPIC_TABLE,
     JudgingItem,
     JudgingSlot,
     JudgingTask,
@@ -344,10 +350,10 @@ def _slots_create(task: JudgingTask, k: int, users: dict[str, list[str]] | None 
     ``users`` (user mode), a topic's items get one slot per user of the topic: a topic
     with fewer users than K has no slot that no one may take."""
     numbers = " UNION ALL ".join(f"SELECT {n} AS n" for n in range(k))
-    sql.update(
-        f"INSERT INTO {sql.SLOT} (task_id, item_id, topic_id, position, slot_no, state) "
+    sql.execute(
+        f"INSERT INTO {SLOT_TABLE} (task_id, item_id, topic_id, position, slot_no, state) "
         f"SELECT i.task_id, i.id, i.topic_id, i.position, k.n, %s "
-        f"FROM {sql.ITEM} i CROSS JOIN ({numbers}) k WHERE i.task_id = %s",
+        f"FROM {ITEM_TABLE} i CROSS JOIN ({numbers}) k WHERE i.task_id = %s",
         [JudgingSlot.FREE, task.pk])
     fewer: dict[int, list[str]] = {}
     for topic_id, who in (users or {}).items():
@@ -356,7 +362,7 @@ def _slots_create(task: JudgingTask, k: int, users: dict[str, list[str]] | None 
     for n, topic_ids in sorted(fewer.items()):
         for start in range(0, len(topic_ids), 500):
             part = topic_ids[start:start + 500]
-            sql.update(f"DELETE FROM {sql.SLOT} WHERE task_id = %s AND slot_no >= %s "
+            sql.execute(f"DELETE FROM {SLOT_TABLE} WHERE task_id = %s AND slot_no >= %s "
                        f"AND topic_id IN ({sql.placeholders(part)})", [task.pk, n, *part])
 
 
@@ -404,16 +410,16 @@ def _check_assessor(task: JudgingTask, assessor: str) -> str:
 
 def _locked_assessor(task: JudgingTask, assessor: str) -> TaskAssessor:
     """The assessor's row, created on first use, locked until the transaction ends."""
-    query = (f"SELECT id, topic_id, finished_topics FROM {sql.ASSESSOR} "
-             f"WHERE task_id = %s AND assessor = %s{sql.lock()}")
-    rows = sql.rows(query, [task.pk, assessor])
+    query = (f"SELECT id, topic_id, finished_topics FROM {ASSESSOR_TABLE} "
+             f"WHERE task_id = %s AND assessor = %s{sql.for_update()}")
+    rows = sql.fetch(query, [task.pk, assessor])
     if not rows:
         try:
             with transaction.atomic():
                 TaskAssessor.objects.create(task=task, assessor=assessor)
         except IntegrityError:
             pass  # created concurrently by another request of the same assessor
-        rows = sql.rows(query, [task.pk, assessor])
+        rows = sql.fetch(query, [task.pk, assessor])
     pk, topic_id, finished = rows[0]
     return TaskAssessor(id=pk, task_id=task.pk, assessor=assessor, topic_id=topic_id,
                         finished_topics=sql.loads_json(finished))
@@ -428,9 +434,9 @@ def leases_expire(task: JudgingTask, now: datetime | None = None) -> int:
 
 def _expire(task: JudgingTask, now: datetime) -> int:
     """:func:`leases_expire` inside the caller's transaction."""
-    ids = [r[0] for r in sql.rows(
-        f"SELECT id FROM {sql.SLOT} WHERE task_id = %s AND state = %s AND lease_expires < %s"
-        f"{sql.lock(skip_locked=True)}", [task.pk, JudgingSlot.LEASED, sql.db_time(now)])]
+    ids = [r[0] for r in sql.fetch(
+        f"SELECT id FROM {SLOT_TABLE} WHERE task_id = %s AND state = %s AND lease_expires < %s"
+        f"{sql.for_update(skip_locked=True)}", [task.pk, JudgingSlot.LEASED, sql.db_time(now)])]
     if not ids:
         return 0
     return JudgingSlot.objects.filter(id__in=ids, state=JudgingSlot.LEASED).update(
@@ -456,14 +462,14 @@ def leases_release(task: JudgingTask, assessor: str, *, leave_topic: bool = Fals
 def _leased_items(task: JudgingTask, where: str, params) -> list[LeasedItem]:
     """The items of the slots ``where`` selects (SQL on slot ``s``) with their topics'
     intents, in the order of the batch; one query."""
-    rows = sql.rows(
+    rows = sql.fetch(
         f"SELECT s.id, s.item_id, s.topic_id, i.docid, s.position, t.intents, "
-        f"s.lease_expires FROM {sql.SLOT} s JOIN {sql.ITEM} i ON i.id = s.item_id "
-        f"LEFT JOIN {sql.TOPIC} t ON t.task_id = s.task_id AND t.topic_id = s.topic_id "
+        f"s.lease_expires FROM {SLOT_TABLE} s JOIN {ITEM_TABLE} i ON i.id = s.item_id "
+        f"LEFT JOIN {TOPIC_TABLE} t ON t.task_id = s.task_id AND t.topic_id = s.topic_id "
         f"WHERE s.task_id = %s AND {where} "
         f"ORDER BY s.topic_id, s.leased_at, s.position, s.id", [task.pk, *params])
     return [LeasedItem(sid, i, t, d, p, tuple(sql.loads_json(n) or [NO_INTENT]),
-                       sql.py_time(e)) for sid, i, t, d, p, n, e in rows]
+                       sql.as_datetime(e)) for sid, i, t, d, p, n, e in rows]
 
 
 def batch_lease(task: JudgingTask, assessor: str, *, now: datetime | None = None
@@ -541,18 +547,18 @@ def _claim(task: JudgingTask, topic: str, assessor: str, now: datetime) -> list[
         # free slots in priority order, on items the assessor holds no slot of: NOT IN
         # their items of the topic (read once, hashed), not NOT EXISTS per slot, which
         # PostgreSQL ran as a loop over every held slot (28 ms a claim at 1M items)
-        rows = sql.rows(
-            f"SELECT id, item_id FROM {sql.SLOT} WHERE task_id = %s AND topic_id = %s "
-            f"AND state = %s AND item_id NOT IN (SELECT item_id FROM {sql.SLOT} "
+        rows = sql.fetch(
+            f"SELECT id, item_id FROM {SLOT_TABLE} WHERE task_id = %s AND topic_id = %s "
+            f"AND state = %s AND item_id NOT IN (SELECT item_id FROM {SLOT_TABLE} "
             f"WHERE task_id = %s AND assessor = %s AND topic_id = %s) "
-            f"ORDER BY position, slot_no LIMIT %s{sql.lock(skip_locked=True)}",
+            f"ORDER BY position, slot_no LIMIT %s{sql.for_update(skip_locked=True)}",
             [task.pk, topic, JudgingSlot.FREE, task.pk, assessor, topic,
              want * task.redundancy])
         chosen = _first_per_item(rows, want)
     if not chosen:
         return []
-    updated = sql.update(
-        f"UPDATE {sql.SLOT} SET state = %s, assessor = %s, leased_at = %s, "
+    updated = sql.execute(
+        f"UPDATE {SLOT_TABLE} SET state = %s, assessor = %s, leased_at = %s, "
         f"lease_expires = %s WHERE state = %s AND id IN ({sql.placeholders(chosen)})",
         [JudgingSlot.LEASED, assessor, sql.db_time(now),
          sql.db_time(now + timedelta(minutes=task.lease_minutes)), JudgingSlot.FREE, *chosen])
@@ -643,12 +649,12 @@ class _TopicReplay:
         """The labels above ``last_id`` (id, item position, assessor, grade, current),
         then (withdrawn count, count, ...) over all the topic's labels; one statement, so
         one snapshot."""
-        return sql.rows(
+        return sql.fetch(
             f"SELECT l.id, i.position, l.assessor, l.grade, l.current, 0 AS agg "
-            f"FROM {sql.LABEL} l LEFT JOIN {sql.ITEM} i ON i.id = l.item_id "
+            f"FROM {LABEL_TABLE} l LEFT JOIN {ITEM_TABLE} i ON i.id = l.item_id "
             f"WHERE l.judgment_set_id = %s AND l.topic_id = %s AND l.id > %s "
             f"UNION ALL SELECT SUM(CASE WHEN withdrawn THEN 1 ELSE 0 END), COUNT(*), "
-            f"NULL, NULL, NULL, 1 FROM {sql.LABEL} WHERE judgment_set_id = %s AND topic_id = %s "
+            f"NULL, NULL, NULL, 1 FROM {LABEL_TABLE} WHERE judgment_set_id = %s AND topic_id = %s "
             f"ORDER BY agg",
             [task.judgment_set_id, topic, self.last_id, task.judgment_set_id, topic])
 
@@ -742,16 +748,16 @@ def judgment_submit(
         _locked_assessor(task, assessor)
         # one query: the item, its topic's intents (and users), the submit key's first
         # use, the assessor's slot of the item and their latest revision of it
-        row = sql.rows(
+        row = sql.fetch(
             f"SELECT i.topic_id, i.docid, t.intents, t.users, "
-            f"(SELECT l.item_id FROM {sql.LABEL} l WHERE l.judgment_set_id = %s "
+            f"(SELECT l.item_id FROM {LABEL_TABLE} l WHERE l.judgment_set_id = %s "
             f" AND l.submit_key = %s ORDER BY l.id LIMIT 1), "
-            f"(SELECT l.assessor FROM {sql.LABEL} l WHERE l.judgment_set_id = %s "
+            f"(SELECT l.assessor FROM {LABEL_TABLE} l WHERE l.judgment_set_id = %s "
             f" AND l.submit_key = %s ORDER BY l.id LIMIT 1), "
-            f"(SELECT s.state FROM {sql.SLOT} s WHERE s.item_id = i.id AND s.assessor = %s), "
-            f"(SELECT max(l.revision) FROM {sql.LABEL} l WHERE l.item_id = i.id "
+            f"(SELECT s.state FROM {SLOT_TABLE} s WHERE s.item_id = i.id AND s.assessor = %s), "
+            f"(SELECT max(l.revision) FROM {LABEL_TABLE} l WHERE l.item_id = i.id "
             f" AND l.assessor = %s) "
-            f"FROM {sql.ITEM} i LEFT JOIN {sql.TOPIC} t ON t.task_id = i.task_id "
+            f"FROM {ITEM_TABLE} i LEFT JOIN {TOPIC_TABLE} t ON t.task_id = i.task_id "
             f"AND t.topic_id = i.topic_id WHERE i.id = %s AND i.task_id = %s",
             [task.judgment_set_id, submit_key, task.judgment_set_id, submit_key, assessor,
              assessor, item_id, task.pk])
@@ -769,12 +775,12 @@ def judgment_submit(
         values = _checked_grades(task, intents, grades, cannot_judge)
         completes = False
         if slot_state == JudgingSlot.DONE:  # a revision (a leased slot has no current label)
-            sql.update(f"UPDATE {sql.LABEL} SET current = %s WHERE item_id = %s "
+            sql.execute(f"UPDATE {LABEL_TABLE} SET current = %s WHERE item_id = %s "
                        f"AND assessor = %s AND current = %s", [False, item_id, assessor, True])
         else:
             # the assessor's lease, unless it expired and went back to the queue meanwhile
-            completes = slot_state == JudgingSlot.LEASED and sql.update(
-                f"UPDATE {sql.SLOT} SET state = %s, done_at = %s WHERE item_id = %s "
+            completes = slot_state == JudgingSlot.LEASED and sql.execute(
+                f"UPDATE {SLOT_TABLE} SET state = %s, done_at = %s WHERE item_id = %s "
                 f"AND assessor = %s AND state = %s",
                 [JudgingSlot.DONE, sql.db_time(now), item_id, assessor,
                  JudgingSlot.LEASED]) == 1
@@ -812,7 +818,7 @@ def _free_slot_take(task: JudgingTask, item_id: int, assessor: str, users, now) 
 
 def _done_count(task: JudgingTask, topic_id: str, delta: int) -> None:
     """Keep the topic's count of done slots (in the caller's transaction)."""
-    sql.update(f"UPDATE {sql.TOPIC} SET slots_done = slots_done + %s WHERE task_id = %s "
+    sql.execute(f"UPDATE {TOPIC_TABLE} SET slots_done = slots_done + %s WHERE task_id = %s "
             f"AND topic_id = %s", [delta, task.pk, topic_id])
 
 

@@ -10,7 +10,7 @@ from django.db.models import Count, Exists, OuterRef, Q
 from django.http import Http404
 from django.utils import timezone
 
-from crowd.compiled import Compiled, as_datetime, compile_query, compiled_query, fetch
+from common.sql import Compiled, as_datetime, compile_query, compiled_query, fetch
 from crowd.models import Assignment, Participant, Response, Study, StudyItem
 from crowd.naturalsort import natural_key
 from crowd.normalise import normalise_query

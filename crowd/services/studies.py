@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from crowd import quality
 from crowd.assignment import choose_statements, order_items
-from crowd.compiled import (
+from common.sql import (
     as_datetime, compiled_query, db_value, execute, fetch, for_update, from_row, insert_params,
     insert_sql,
 )
@@ -406,7 +406,7 @@ def response_submit(*, participant_id, position: int, raw: str, estimate: str = 
     Queries: the lock, the participant's items, and the inserts (pinned by a test).
     """
     with transaction.atomic():
-        # compiled once (crowd.compiled), plain values: this is the hot path of a study
+        # compiled once (common.sql), plain values: this is the hot path of a study
         fields = [f for f, v in (("session_token", session_token), ("study__slug", study_slug))
                   if v is not None]
         values = [v for v in (session_token, study_slug) if v is not None]

@@ -4,7 +4,7 @@ import datetime
 
 import pytest
 
-from crowd.compiled import as_datetime, compiled_query, fetch, insert_params, insert_sql
+from common.sql import as_datetime, compiled_query, fetch, insert_params, insert_sql
 from crowd.models import Topic, TopicSet
 
 pytestmark = pytest.mark.django_db
@@ -89,3 +89,23 @@ def test_statements_are_prepared_once_per_connection_on_postgresql():
         c.execute("SELECT COUNT(*) FROM pg_prepared_statements WHERE statement LIKE %s",
                   ["%prepared-marker%"])
         assert c.fetchone() == (1,)  # one statement, prepared once, run three times
+
+
+def test_row_locks_and_statements_without_rows():
+    from django.db import connection
+
+    from common.sql import execute, for_update, placeholders
+
+    if connection.vendor == "postgresql":
+        assert for_update() == " FOR UPDATE"
+        assert for_update(skip_locked=True) == " FOR UPDATE SKIP LOCKED"
+        assert for_update(no_key=True) == " FOR NO KEY UPDATE"
+    else:
+        assert for_update(skip_locked=True) == ""
+    assert placeholders(["a", "b", "c"]) == "%s, %s, %s"
+    ts = TopicSet.objects.create(name="locks")
+    Topic.objects.create(topic_set=ts, topic_id="1", title="t")
+    table = Topic._meta.db_table
+    assert fetch(f"UPDATE {table} SET title = %s WHERE topic_id = %s", ["u", "1"]) == []
+    assert execute(f"UPDATE {table} SET title = %s WHERE topic_id = %s", ["v", "1"]) == 1
+    assert fetch(f"SELECT title FROM {table} WHERE topic_id = %s{for_update()}", ["1"]) == [("v",)]

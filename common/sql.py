@@ -1,15 +1,18 @@
-"""SQL of a study's worker flow, built once per process and prepared once per connection.
+"""Prepared SQL for the hot paths: built once per process, prepared once per connection.
 
-Compiling a Django query with joins costs more CPU than running it (about 1.5 ms against
-0.3 ms for a worker's items here), and every page of a worker's flow runs the same few
-statements for every worker. Two ways to keep that cost off the hot path:
+A crowd worker's pages and a judge's lease, submit and judging page run the same few
+statements on every request of every worker, and compiling a Django query with joins
+costs more CPU than running it (about 1.5 ms against 0.3 ms for a worker's items). This
+module is the one way the apps keep that cost off the hot path:
 
 - :func:`compiled_query` builds a query once with the ORM, with sentinel parameters,
   keeps its SQL and the ORM's converters, and runs it with the real parameters: the SQL
   stays the ORM's (table and column names follow the models, on PostgreSQL and SQLite
   alike), rows come back with the same Python types as the ORM's, and the parameters are
   always bound, never interpolated.
-- :func:`fetch` / :func:`execute` run a fixed SQL text (``%s`` placeholders), and
+- :func:`fetch` / :func:`execute` run a fixed SQL text (``%s`` placeholders; helpers:
+  :func:`for_update`, :func:`placeholders`, :func:`db_time`, :func:`as_datetime`,
+  :func:`loads_json`), and
   :func:`insert_sql` / :func:`insert_params` write model rows with every field the model
   has (defaults and ``auto_now_add`` filled in as ``Model.save()`` would), so a field added
   to a model later is written too.
@@ -27,7 +30,8 @@ to None in the database's OPTIONS.
 from __future__ import annotations
 
 import datetime
-from collections.abc import Callable, Iterable, Sequence
+import json
+from collections.abc import Callable, Iterable, Sequence, Sized
 from typing import NamedTuple
 
 from django.conf import settings
@@ -99,10 +103,11 @@ def cursor(using: str = "default"):
 
 
 def fetch(sql: str, params: Sequence = (), *, using: str = "default") -> list[tuple]:
-    """All rows of ``sql`` (``%s`` placeholders, parameters always bound)."""
+    """All rows of ``sql`` (``%s`` placeholders, parameters always bound); none for a
+    statement that returns no rows."""
     with cursor(using) as c:
         c.execute(sql, params)
-        return c.fetchall()
+        return c.fetchall() if c.description else []
 
 
 def execute(sql: str, params: Sequence = (), *, using: str = "default") -> int:
@@ -112,13 +117,21 @@ def execute(sql: str, params: Sequence = (), *, using: str = "default") -> int:
         return c.rowcount
 
 
-def for_update(*, no_key: bool = False, using: str = "default") -> str:
-    """The row-locking clause of this backend (empty on SQLite, where a write transaction
-    already holds the whole database: see ``transaction_mode`` in the settings)."""
+def for_update(*, no_key: bool = False, skip_locked: bool = False,
+               using: str = "default") -> str:
+    """The row-locking clause of this backend (``FOR [NO KEY] UPDATE [SKIP LOCKED]``),
+    empty on SQLite, where a write transaction already holds the whole database: see
+    ``transaction_mode`` in the settings."""
     connection = connections[using]
     if not connection.features.has_select_for_update:
         return ""
-    return " " + connection.ops.for_update_sql(no_key=no_key)
+    skip_locked = skip_locked and connection.features.has_select_for_update_skip_locked
+    return " " + connection.ops.for_update_sql(no_key=no_key, skip_locked=skip_locked)
+
+
+def placeholders(values: Sized) -> str:
+    """``%s, %s, ...``: one placeholder per value, for ``IN (...)``."""
+    return ", ".join(["%s"] * len(values))
 
 
 class Compiled(NamedTuple):
@@ -238,6 +251,16 @@ def from_row(model: type[Model], row: dict, *, using: str = "default") -> Model:
     obj._state.adding = False
     obj._state.db = using
     return obj
+
+
+def db_time(value: datetime.datetime, *, using: str = "default"):
+    """A datetime as a hand-written statement binds it (SQLite stores UTC text)."""
+    return connections[using].ops.adapt_datetimefield_value(value)
+
+
+def loads_json(value):
+    """A JSON column as a raw cursor gives it (text on SQLite) as Python values."""
+    return json.loads(value) if isinstance(value, (str, bytes)) else value
 
 
 def as_datetime(value) -> datetime.datetime | None:

@@ -72,7 +72,7 @@ def _pool_streams(pool, jset, order: str, sizes: dict | None = None,
         logs.update({t: [] for t in docs})
     return {t: _topic_stream(order, docs[t], np.asarray(ranks[t]), rankings.get(t, []),
                              relevant.get(t, set()), None if logs is None else logs[t])
-            for t in sorted(docs)}
+            for t in sorted(docs, key=natural_key)}
 
 
 #: shares of the pool's relevant documents ``judgments_for_recall`` reports

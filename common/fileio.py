@@ -84,7 +84,8 @@ def _shown(source) -> str:
 
 
 class InputError(ValueError):
-    """A file could not be read; the message names the file and the line.
+    """A file (or an argument standing for one) could not be read; the message names the
+    file and the line. The one input error of every reader in every app: catch this.
 
     ``source`` (also ``path``) is the file, ``line`` (also ``lineno``) the 1-based line
     number or ``None``, ``reason`` the message without the place.

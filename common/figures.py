@@ -9,7 +9,13 @@ hash salt and no format records a date or the software version, so the same data
 the same bytes.
 
 Ticks are readable: a log axis is ticked at 1, 2, 5 × 10^k (labelled as plain numbers),
-a linear axis at multiples of 1, 2 or 5 × 10^k.
+a linear axis at multiples of 1, 2 or 5 × 10^k; a category axis with more labels than fit
+labels every k-th category.
+
+Figures carry their own colours: a white background and dark ink set on every text, tick
+and spine (:data:`STYLE`, applied when the figure is made), and the inline SVG names its
+fill, so a page in dark mode (whose CSS fills unfilled SVG with the light page colour)
+shows the same figure as the PNG.
 """
 from __future__ import annotations
 
@@ -27,11 +33,14 @@ __all__ = [
     "FORMATS",
     "bar_figure",
     "box_figure",
+    "category_ticks",
     "csv_text",
     "histogram_rows",
     "line_figure",
+    "new_figure",
     "render",
     "scatter_figure",
+    "styled",
     "svg_inline",
     "tick_label",
 ]
@@ -48,6 +57,26 @@ SIZE = (7.5, 4.2)  # inches: 720×403 px at 96 dpi, readable inline and in a two
 PNG_DPI = 150
 COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2",
            "#7f7f7f", "#bcbd22", "#17becf")
+INK = "#222222"  # text, ticks and spines: not pure black, so the SVG writes the fill
+PAPER = "#ffffff"  # the figure's own background
+GRID = "#dddddd"
+MAX_CATEGORY_LABELS = 40  # beyond this, every k-th category is labelled
+#: colours set when a figure is made (rcParams are read as artists are created)
+STYLE = {
+    "figure.facecolor": PAPER,
+    "axes.facecolor": PAPER,
+    "savefig.facecolor": PAPER,
+    "text.color": INK,
+    "axes.labelcolor": INK,
+    "axes.titlecolor": INK,
+    "axes.edgecolor": INK,
+    "xtick.color": INK,
+    "ytick.color": INK,
+    "xtick.labelcolor": INK,
+    "ytick.labelcolor": INK,
+    "legend.labelcolor": INK,
+    "legend.facecolor": PAPER,
+}
 _RC = {
     "svg.hashsalt": "figures",
     "svg.fonttype": "none",  # text stays text: smaller, selectable, styled by the page font
@@ -95,14 +124,31 @@ def _linear_axis(axis, integer: bool = False) -> None:
     axis.set_major_formatter(FuncFormatter(_label))
 
 
+def new_figure(nrows: int = 1, *, size: tuple[float, float] | None = None,
+               sharex: bool = False) -> tuple[Figure, list]:
+    """An empty figure of ``nrows`` stacked axes in the house colours (:data:`STYLE`),
+    each with a light major grid below the data."""
+    with rc_context(STYLE):
+        fig = Figure(figsize=size or SIZE, layout="constrained")
+        axes = fig.subplots(nrows, 1, sharex=sharex, squeeze=False)[:, 0].tolist()
+    for ax in axes:
+        ax.grid(True, which="major", color=GRID, linewidth=0.8)
+        ax.set_axisbelow(True)
+    return fig, axes
+
+
+def styled(ax, draw):
+    """Run ``draw()`` (which adds artists to ``ax``) under :data:`STYLE`, so legends and
+    texts made late get the house colours too."""
+    with rc_context(STYLE):
+        return draw()
+
+
 def _axes(title: str, xlabel: str, ylabel: str):
-    fig = Figure(figsize=SIZE, layout="constrained")
-    ax = fig.add_subplot()
+    fig, (ax,) = new_figure()
     ax.set_title(title)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
-    ax.grid(True, which="major", color="#dddddd", linewidth=0.8)
-    ax.set_axisbelow(True)
     return fig, ax
 
 
@@ -119,11 +165,19 @@ def _scale(ax, xlog: bool, ylog: bool, xint: bool = False, yint: bool = False) -
         _linear_axis(ax.yaxis, yint)
 
 
-def _category_ticks(ax, cats: list[str]) -> None:
-    """Category labels, turned upright when they would not fit side by side."""
-    crowded = sum(len(c) + 1 for c in cats) > 70
-    ax.set_xticks(range(len(cats)), cats, rotation=90 if crowded else 0,
-                  fontsize=8 if len(cats) > 30 else None)
+def category_ticks(ax, cats: list[str], max_labels: int = MAX_CATEGORY_LABELS) -> None:
+    """Category labels, turned upright when they would not fit side by side; with more
+    than ``max_labels`` categories only every k-th is labelled (the first, then every
+    k-th after it), so 225 topics are a readable axis and not a black smear."""
+    step = max(1, math.ceil(len(cats) / max_labels))
+    shown = list(range(0, len(cats), step))
+    labels = [cats[i] for i in shown]
+    crowded = sum(len(c) + 1 for c in labels) > 70
+    ax.set_xticks(shown, labels, rotation=90 if crowded else 0,
+                  fontsize=8 if len(labels) > 30 else None)
+
+
+_category_ticks = category_ticks
 
 
 def _series(rows: Sequence[dict], series: str | None) -> list[tuple[str, list[dict]]]:
@@ -146,7 +200,7 @@ def _check(rows: Sequence[dict], *columns: str | None) -> None:
 
 def _legend(ax, n: int) -> None:
     if n > 1:
-        ax.legend(frameon=False)
+        styled(ax, lambda: ax.legend(frameon=False))
 
 
 def _positive(rows, column):
@@ -207,12 +261,19 @@ def scatter_figure(rows: Sequence[dict], x: str, y: str, *, series: str | None =
 
 
 def bar_figure(rows: Sequence[dict], x: str, y: str, *, series: str | None = None,
-               title: str = "", xlabel: str = "", ylabel: str = "", ylog: bool = False) -> Figure:
-    """Bars of ``y`` for each category ``x`` (in first-seen order), grouped side by side by
-    ``series``."""
+               title: str = "", xlabel: str = "", ylabel: str = "", ylog: bool = False,
+               sort: bool = False) -> Figure:
+    """Bars of ``y`` for each category ``x`` (in first-seen order, or with ``sort`` by
+    falling total ``y``, ties by first-seen order), grouped side by side by ``series``.
+    Many categories are labelled every k-th (:func:`category_ticks`)."""
     _check(rows, x, y, series)
     fig, ax = _axes(title, xlabel or x, ylabel or y)
     cats = list(dict.fromkeys(str(r[x]) for r in rows))
+    if sort:
+        total: dict[str, float] = {}
+        for r in rows:
+            total[str(r[x])] = total.get(str(r[x]), 0) + (r[y] or 0)
+        cats.sort(key=lambda c: -total[c])  # stable: ties keep first-seen order
     groups = _series(rows, series)
     width = 0.8 / len(groups)
     for i, (name, group) in enumerate(groups):
@@ -221,6 +282,7 @@ def bar_figure(rows: Sequence[dict], x: str, y: str, *, series: str | None = Non
         ax.bar(xs, [values.get(c) or 0 for c in cats], width=width * 0.95,
                color=COLOURS[i % len(COLOURS)], label=name or None)
     _category_ticks(ax, cats)
+    ax.set_xlim(-0.6, len(cats) - 0.4)
     ax.grid(False, axis="x")
     if ylog:
         ax.set_yscale("log")
@@ -287,7 +349,7 @@ def render(fig: Figure, fmt: str) -> bytes:
     if fmt not in ("svg", "png", "pdf"):
         raise ValueError(f"unknown figure format {fmt!r} (svg, png, pdf)")
     buf = io.BytesIO()
-    with rc_context(_RC):
+    with rc_context({**STYLE, **_RC}):  # ticks made at draw time get the colours too
         fig.savefig(buf, format=fmt, metadata=_METADATA[fmt],
                     **({"dpi": PNG_DPI} if fmt == "png" else {}))
     return buf.getvalue()
@@ -307,7 +369,9 @@ def svg_inline(fig: Figure, *, title: str = "") -> str:
             j = head.index('"', i + len(attr) + 3)
             head = head[:i] + head[j + 1:]
     label = (title or "").replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;")
-    head += f' role="img" aria-label="{label}" style="max-width:100%;height:auto"'
+    # its own fill and background: a dark page's CSS fills unfilled SVG with its light ink
+    head += (f' role="img" aria-label="{label}" fill="{INK}" '
+             f'style="max-width:100%;height:auto;background:{PAPER};color:{INK}"')
     return head + svg[head_end:]
 
 

@@ -106,6 +106,7 @@ PAGES: dict[str, str] = {
     "pooling:pool_detail": STAFF,
     "pooling:growth": STAFF,
     "pooling:rbo": STAFF,
+    "pooling:paper_figures": STAFF,
     "pooling:qrels_detail": STAFF,
     "judging:manage_list": STAFF,
     "judging:manage_task": STAFF,

@@ -31,7 +31,7 @@ from typing import Iterable, Mapping
 
 from crowd.naturalsort import natural_key
 
-__all__ = ["coverage", "judged_relevant", "qrels_stats"]
+__all__ = ["coverage", "judged_relevant", "judgment_table", "qrels_stats"]
 
 COLUMNS = ("size", "relevant", "nonrelevant", "unjudged", "pct_relevant", "pct_nonrelevant",
            "pct_unjudged")
@@ -86,6 +86,45 @@ def coverage(pool_docids_by_topic: Mapping[str, Iterable[str]], qrels: Iterable)
     mean["topics"] = len(counted)
     mean["topics_without_qrels"] = len(rows) - len(counted)
     rows.append(mean)
+    return rows
+
+
+def judgment_table(pools: Mapping[str, Mapping[str, Iterable[str]]], qrels: Iterable,
+                   depth: int) -> list[dict]:
+    """The seed paper's Tables 1–2: for each source (``pools`` maps a source name, in the
+    order the rows should come, to that source's pool: docids per topic), one row
+    ``{source, depth, size, relevant, irrelevant, unjudged}``::
+
+        size       = mean over T of |P_t|
+        relevant   = mean over T' of |{d in P_t : d relevant}|            / |P_t|
+        irrelevant = mean over T' of |{d in P_t : d judged, not relevant}| / |P_t|
+        unjudged   = mean over T' of |{d in P_t : d not judged}|           / |P_t|
+
+    where T is every topic of the source's pool and T' those whose pool is not empty (a
+    fraction of nothing is undefined), so the three fractions of a row sum to 1. Judged,
+    relevant and junk follow the module docstring (junk is judged and irrelevant). A topic
+    the qrels never judge is counted, its whole pool unjudged: the table says how much of
+    each pool the judgments cover. A source with no topics gives no row.
+    """
+    judged, relevant = judged_relevant(qrels)
+    rows = []
+    for source, by_topic in pools.items():
+        sizes, fractions = [], []
+        for t, docids in by_topic.items():
+            docs = {str(d) for d in docids}
+            sizes.append(len(docs))
+            if not docs:
+                continue
+            rel = len(docs & relevant.get(t, set()))
+            jud = len(docs & judged.get(t, set()))
+            fractions.append((rel / len(docs), (jud - rel) / len(docs),
+                              (len(docs) - jud) / len(docs)))
+        if not sizes:
+            continue
+        mean = [sum(f[k] for f in fractions) / len(fractions) if fractions else 0.0
+                for k in range(3)]
+        rows.append({"source": source, "depth": depth, "size": sum(sizes) / len(sizes),
+                     "relevant": mean[0], "irrelevant": mean[1], "unjudged": mean[2]})
     return rows
 
 

@@ -13,12 +13,12 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from common import figures
-from common.figure_pages import PagePlot, download, figure_html
+from common.figure_pages import PagePlot, attachment, download, figure_html
 
 from . import analysis, selectors, services
+from . import figures as paper_figures
+from .models import Pool
 
-
-SCATTER_POINTS = 5000  # an evenly spaced subset of larger pools is drawn
 
 
 def _render_with_figures(request, template, ctx, plots: dict, stem: str):
@@ -117,6 +117,8 @@ def pool_build_view(request):
 
 class PoolQrelsForm(forms.Form):
     qrels = forms.ChoiceField(required=False, choices=())
+    topic = forms.CharField(max_length=100, required=False,
+                            help_text="draw one topic's documents (default: every topic)")
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -134,23 +136,25 @@ def pool_detail(request, ref):
     if sizes:
         plots["sizes"] = PagePlot(
             "Pool size per topic", [{"topic": t, "documents": n} for t, n in sizes.items()],
-            lambda rows: figures.bar_figure(rows, "topic", "documents", title="Pool size per topic",
-                                            xlabel="topic", ylabel="pooled documents"))
+            lambda rows: paper_figures.pool_size_figure(rows))
     qrels_name = form.cleaned_data.get("qrels") if form.is_valid() else ""
+    topic = (form.cleaned_data.get("topic") or None) if form.is_valid() else None
     if qrels_name and pool.status == pool.STATUS_DONE:
         qrels = selectors.qrels_get(qrels_name)
         ctx["qrels"] = qrels
         ctx["coverage"] = analysis.pool_coverage(pool, qrels)
-        points = analysis.pool_rank_weight_points(pool, qrels, limit=SCATTER_POINTS)
-        # unjudged first, so judged points are drawn on top (and coloured second: red)
-        rows = [{**pt, "status": "judged" if pt["judged"] else "unjudged"}
-                for pt in sorted(points, key=lambda pt: pt["judged"])
-                if pt["min_rank"] > 0 and pt["weight"] > 0]
+        try:
+            rows = analysis.rank_weight_rows(pool, qrels, topic_id=topic)
+        except ValueError as exc:
+            form.add_error("topic", str(exc))
+            rows = []
+        rows = [r for r in rows if r["min_rank"] > 0]
         if rows:
-            title = f"Shallowest rank against aggregate weight ({qrels.name})"
-            plots["scatter"] = PagePlot(title, rows, lambda rows: figures.scatter_figure(
-                rows, "min_rank", "weight", series="status", title=title, xlabel="shallowest rank",
-                ylabel="aggregate weight", xlog=True, ylog=True))
+            ctx["scatter_topic"] = topic
+            which = f"topic {topic}" if topic else f"all {len(sizes)} topics overlaid"
+            title = f"Pooled documents by summed RBP weight ({which}; {qrels.name})"
+            plots["scatter"] = PagePlot(title, rows, lambda rows: paper_figures.rank_weight_figure(
+                rows, title=title))
     return _render_with_figures(request, "pooling/pool_detail.html", ctx, plots,
                                 f"pool-{pool.name or pool.pk}")
 
@@ -306,3 +310,115 @@ def qrels_detail(request, name):
         request, "pooling/qrels_detail.html",
         {"qrels": qrels, "stats": selectors.qrels_summary(qrels)},
     )
+
+
+# --- the seed paper's figures and tables, side by side with what the paper shows ------------
+
+
+class PaperFiguresForm(forms.Form):
+    topic_set = forms.CharField(max_length=100)
+    qrels = forms.ChoiceField(required=False, choices=(),
+                              help_text="judgments for Table 1 and Figure 3")
+    depth = forms.IntegerField(min_value=1, initial=100, help_text="Table 1's pool depth")
+    depths = forms.CharField(initial="10,20,50,100", max_length=100,
+                             help_text="Figure 1's depths, one line each")
+    model = forms.CharField(max_length=50, required=False)
+    p = forms.FloatField(initial=0.9, min_value=0.01, max_value=0.999, label="RBO p")
+    orders = forms.IntegerField(initial=10, min_value=1, max_value=200,
+                                help_text="random orders averaged in Figure 1")
+    pool = forms.CharField(max_length=100, required=False,
+                           help_text="Figure 3's pool (default: the newest finished "
+                                     "combined pool of the topic set, else any)")
+    topic = forms.CharField(max_length=100, required=False,
+                            help_text="Figure 3's topic (default: the pool's first)")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        from crowd.selectors import topic_set_list
+
+        self.fields["qrels"].choices = _qrels_choices()
+        self.fields["topic_set"].widget = forms.Select(
+            choices=[(t.name, t.name) for t in topic_set_list()])
+
+    def clean_depths(self):
+        return _int_list(self.cleaned_data["depths"])
+
+
+def _figure3_pool(topic_set: str, ref: str | None):
+    """The pool Figure 3 draws: ``ref``, else the newest finished pool of the topic set,
+    combined first."""
+    if ref:
+        pool = selectors.pool_get(ref)
+        if pool.topic_set.name != topic_set:
+            raise ValueError(f"pool {pool.label} is of topic set {pool.topic_set.name!r}, "
+                             f"not {topic_set!r}")
+        return pool
+    done = [p for p in selectors.pool_list(topic_set).order_by("-created", "-id")
+            if p.status == Pool.STATUS_DONE]
+    done.sort(key=lambda p: p.sources != Pool.SOURCES_COMBINED)  # stable: newest first kept
+    if not done:
+        raise ValueError(f"topic set {topic_set!r} has no finished pool: build one first")
+    return done[0]
+
+
+def paper_figures_view(request):
+    """The seed paper's Figures 1–3 and Tables 1–2 computed on a topic set, each beside
+    the paper's description of it. A figure whose inputs are missing says what to add."""
+    form = _bound_with_defaults(PaperFiguresForm, request.GET)
+    ctx = {"form": form, "notes": {}}
+    plots: dict[str, PagePlot] = {}
+    if form.is_valid():
+        d = form.cleaned_data
+        model = d["model"] or None
+        try:
+            rows, results = analysis.pool_growth_rows(
+                d["topic_set"], depths=d["depths"], model_name=model, orders=d["orders"])
+        except ValueError as exc:
+            ctx["notes"]["figure1"] = str(exc)
+        else:
+            ctx["fits"] = [{"sources": s, "depth": depth, **res["fit"][depth]}
+                           for s, res in results.items() for depth in res["fit"]]
+            plots["figure1"] = PagePlot("Figure 1: pool size against contributors", rows,
+                                        lambda rows: paper_figures.pool_growth_figure(rows))
+        try:
+            res = analysis.rbo_analysis(d["topic_set"], p=d["p"], model_name=model)
+        except ValueError as exc:
+            ctx["notes"]["figure2"] = str(exc)
+        else:
+            ctx["rbo"] = res["summary"]
+            title = f"Figure 2: RBO (p = {d['p']:g}) distributions"
+            plots["figure2"] = PagePlot(title, analysis.rbo_distribution_rows(res),
+                                        lambda rows: paper_figures.rbo_distribution_figure(
+                                            rows, title=title))
+        qrels = selectors.qrels_get(d["qrels"]) if d["qrels"] else None
+        if qrels is None:
+            ctx["notes"]["figure3"] = ctx["notes"]["table1"] = "choose qrels to compare with"
+        else:
+            try:
+                pool = _figure3_pool(d["topic_set"], d["pool"] or None)
+                topic = d["topic"] or next(iter(selectors.pool_sizes(pool)), None)
+                if topic is None:
+                    raise ValueError(f"pool {pool.label} has no topics")
+                rows = analysis.rank_weight_rows(pool, qrels, topic_id=topic)
+            except ValueError as exc:
+                ctx["notes"]["figure3"] = str(exc)
+            else:
+                ctx["figure3_pool"] = pool
+                title = f"Figure 3: topic {topic}, pool {pool.label} ({qrels.name})"
+                plots["figure3"] = PagePlot(title, rows, lambda rows: paper_figures.rank_weight_figure(
+                    rows, title=title))
+            try:
+                ctx["table1"] = analysis.judgment_table(d["topic_set"], depth=d["depth"],
+                                                        qrels=qrels, model_name=model)
+            except ValueError as exc:
+                ctx["notes"]["table1"] = str(exc)
+            else:
+                if request.GET.get("table") == "table1":
+                    cols = ["source", "depth", "size", "relevant", "irrelevant", "unjudged"]
+                    return attachment(figures.csv_text(ctx["table1"]["rows"], cols),
+                                      figures.FORMATS["csv"], "table1.csv")
+                query = request.GET.copy()
+                query["table"] = "table1"
+                ctx["table1_csv"] = "?" + query.urlencode()
+    return _render_with_figures(request, "pooling/paper_figures.html", ctx, plots,
+                                "paper")

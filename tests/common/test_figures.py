@@ -1,5 +1,6 @@
 """Figures: readable ticks, deterministic files in every format, the CSV behind them."""
 import csv
+import re
 import io
 import subprocess
 import sys
@@ -121,3 +122,30 @@ def test_no_django_and_no_pyplot():
             "assert 'django' not in sys.modules, 'django'; "
             "assert 'matplotlib.pyplot' not in sys.modules, 'pyplot'")
     subprocess.run([sys.executable, "-c", code], check=True, env={"PYTHONPATH": "."})
+
+
+def test_figures_bring_their_own_ink_and_paper_for_dark_pages():
+    """Pico fills an unfilled SVG with the page colour (light in dark mode): the inline SVG
+    names its fill and background, and every text names its ink."""
+    fig = figures.line_figure(GROWTH, "contributors", "size", series="sources", xlog=True,
+                              ylog=True, title="growth", xlabel="contributors", ylabel="size")
+    svg = figures.svg_inline(fig, title="growth")
+    head = svg[: svg.index(">")]
+    assert f'fill="{figures.INK}"' in head and f"background:{figures.PAPER}" in head
+    texts = re.findall(r"<text [^>]*>", svg)
+    assert len(texts) > 10  # title, labels, ticks, legend
+    assert all(f"fill: {figures.INK}" in t for t in texts), [t for t in texts if "fill" not in t][:2]
+    assert svg.count('style="fill: #ffffff"') >= 2  # the figure's and the axes' own paper
+
+
+def test_many_categories_are_labelled_every_kth_and_can_be_sorted():
+    rows = [{"topic": f"UQV100.{i:03d}", "documents": (i * 37) % 101} for i in range(225)]
+    fig = figures.bar_figure(rows, "topic", "documents", sort=True)
+    labels = [t.get_text() for t in fig.axes[0].get_xticklabels()]
+    assert 20 <= len(labels) <= figures.MAX_CATEGORY_LABELS
+    heights = [p.get_height() for p in fig.axes[0].patches]
+    assert len(heights) == 225 and heights == sorted(heights, reverse=True)
+    tallest = max(rows, key=lambda r: r["documents"])["topic"]
+    assert labels[0] == tallest  # the first bar is labelled, and it is the largest pool
+    few = figures.bar_figure(rows[:5], "topic", "documents")
+    assert [t.get_text() for t in few.axes[0].get_xticklabels()] == [r["topic"] for r in rows[:5]]

@@ -9,23 +9,43 @@
     pool_analysis coverage --qrels Q POOL [POOL ...]
     pool_analysis scatter POOL [--qrels Q]
 
+The seed paper's figures and tables (CSV of the rows behind each on standard output, or
+JSON with --json; --figure FILE.svg|png|pdf also draws the figure):
+
+    pool_analysis figure1 (--topic-set T | --pool P) [--depths 10 20 50 100] [--orders 10]
+                          [--seed 0] [--model M] [--collection C] [--runs ID ...]
+    pool_analysis figure2 (--topic-set T | --pool P) [--p 0.9] [--reference {titles,pairs}]
+                          [--bins 20] [--model M] [--collection C] [--runs ID ...]
+    pool_analysis figure3 POOL --qrels Q [--topic T] [--limit 1000]
+    pool_analysis table1 (--topic-set T | --pool P) --depth D --qrels Q [--model M]
+                         [--collection C] [--runs ID ...]
+
 growth and rbo read the rankings of the runs that contribute now (the newest variants run
 of the model and collection, every finished system run); with --pool those the pool was
 built from; with --runs exactly those. The result lists the runs it read ("runs"), and
 with --manifest the manifest records them as --runs, so verify_manifest reads the same
 runs again whatever was imported or finished since.
 """
+import io
 import json
+import os
 
 from django.core.management.base import BaseCommand, CommandError
 
+from common import figures as figure_output
 from common.fileio import OutputError, atomic_output
 from common.manifest_command import ManifestMixin
 from common.spreadsheet import spreadsheet_writer
 from pooling import analysis, selectors
+from pooling import figures as paper_figures
+
+#: the seed paper's figures and tables: CSV on standard output unless --json
+PAPER = ("figure1", "figure2", "figure3", "table1")
+TABLE_COLUMNS = ["source", "depth", "size", "relevant", "irrelevant", "unjudged"]
 
 
 class Command(ManifestMixin, BaseCommand):
+    manifest_side_outputs = ("figure",)  # the drawing beside the output, not verified
     help = (
         "Pool analyses: sizes, growth (answers and system runs, power-law exponent with R² "
         "and per-topic exponents), rank-biased overlap with a one-sided test (Wilcoxon "
@@ -84,11 +104,65 @@ class Command(ManifestMixin, BaseCommand):
         p.add_argument("pool")
         p.add_argument("--qrels", default=None)
 
+        def add_paper(name, help_text, figure=True):
+            p = add(name, help_text)
+            p.add_argument("--json", action="store_true",
+                           help="JSON on standard output instead of CSV")
+            if figure:
+                p.add_argument("--figure", default=None, metavar="FILE",
+                               help="also draw the figure to FILE.svg, FILE.png or FILE.pdf")
+            return p
+
+        p = add_paper("figure1", "Figure 1: pool size per topic against the number of "
+                                 "systems and users, one line per depth, with the fit")
+        add_runs(p)
+        p.add_argument("--depths", nargs="+", type=int, default=[10, 20, 50, 100])
+        p.add_argument("--orders", type=int, default=10, help="random orders to average")
+        p.add_argument("--seed", type=int, default=0)
+        p.add_argument("--model", default=None)
+        p.add_argument("--collection", default=None)
+        p = add_paper("figure2", "Figure 2: RBO distributions of user-vs-reference and "
+                                 "system-vs-system pairs")
+        add_runs(p)
+        p.add_argument("--p", type=float, default=0.9)
+        p.add_argument("--reference", choices=["titles", "pairs"], default="titles")
+        p.add_argument("--bins", type=int, default=20)
+        p.add_argument("--model", default=None)
+        p.add_argument("--collection", default=None)
+        p.add_argument("--max-pairs", type=int, default=2000)
+        p.add_argument("--seed", type=int, default=0)
+        p = add_paper("figure3", "Figure 3: pooled documents of a topic in order of summed "
+                                 "RBP weight against their shallowest rank, with judgments")
+        p.add_argument("pool")
+        p.add_argument("--qrels", required=True)
+        p.add_argument("--topic", default=None, help="default: every topic of the pool "
+                                                      "(the figure draws the first)")
+        p.add_argument("--limit", type=int, default=1000,
+                       help="the heaviest documents of each topic kept (default 1000)")
+        p = add_paper("table1", "Tables 1-2: mean pool size and the fractions relevant, "
+                                "irrelevant and unjudged, for systems, users and combined",
+                      figure=False)
+        add_runs(p)
+        p.add_argument("--depth", type=int, required=True)
+        p.add_argument("--qrels", required=True)
+        p.add_argument("--model", default=None)
+        p.add_argument("--collection", default=None)
+
     def handle(self, *args, **o):
+        self._draw = None
         try:
             data, header, rows = getattr(self, f"_{o['analysis']}")(o)
+            if o.get("figure"):
+                self._write_figure(o["figure"])
         except ValueError as exc:
             raise CommandError(str(exc)) from None
+        if o["analysis"] in PAPER and not o.get("json") and not o.get("out"):
+            buf = io.StringIO()
+            w = spreadsheet_writer(buf)
+            w.writerow(header)
+            w.writerows(rows)
+            self.stdout.write(buf.getvalue(), ending="")
+            return
         out = o.get("out")
         try:
             if out and out.endswith(".csv"):
@@ -105,7 +179,23 @@ class Command(ManifestMixin, BaseCommand):
             raise CommandError(str(exc) if isinstance(exc, OutputError)
                                else f"cannot write {out}: {exc.strerror}") from None
         else:
-            self.stdout.write(json.dumps(data))
+            if o["analysis"] not in PAPER or o.get("json"):
+                self.stdout.write(json.dumps(data))
+
+    def _write_figure(self, path: str) -> None:
+        fmt = os.path.splitext(path)[1].lstrip(".").lower()
+        if fmt not in ("svg", "png", "pdf"):
+            raise ValueError(f"--figure {path}: give a file ending .svg, .png or .pdf")
+        if self._draw is None:
+            raise ValueError("this analysis draws no figure")
+        body = figure_output.render(self._draw(), fmt)
+        try:
+            with atomic_output(path, mode="wb") as f:
+                f.write(body)
+        except (OutputError, OSError) as exc:
+            raise CommandError(str(exc) if isinstance(exc, OutputError)
+                               else f"cannot write {path}: {exc.strerror}") from None
+        self.stderr.write(f"wrote {path}")
 
     def _sizes(self, o):
         s = selectors.pool_size_summary(selectors.pool_get(o["pool"]))
@@ -189,3 +279,59 @@ class Command(ManifestMixin, BaseCommand):
         cols = ["topic", "docid", "min_rank", "weight", "users", "systems", "judged", "relevant"]
         return ({"pool": pool.label, "qrels": qrels.name if qrels else None, "points": points},
                 cols, [[p[c] for c in cols] for p in points])
+
+    # --- the seed paper's figures and tables ---------------------------------------------
+
+    def _figure1(self, o):
+        topic_set, run_ids, _pool = self._runs_of(o)
+        rows, results = analysis.pool_growth_rows(
+            topic_set, depths=o["depths"], model_name=o["model"],
+            collection_name=o["collection"], orders=o["orders"], seed=o["seed"],
+            run_ids=run_ids)
+        self._pin_runs(r for res in results.values() for r in res["runs"])
+        self._draw = lambda: paper_figures.pool_growth_figure(rows)
+        cols = list(paper_figures.GROWTH_COLUMNS)
+        return ({"topic_set": topic_set, "rows": rows,
+                 "runs": sorted({r for res in results.values() for r in res["runs"]})},
+                cols, [[r[c] for c in cols] for r in rows])
+
+    def _figure2(self, o):
+        topic_set, run_ids, _pool = self._runs_of(o)
+        if o["bins"] < 1:
+            raise ValueError("--bins must be at least 1")
+        res = analysis.rbo_analysis(
+            topic_set, p=o["p"], reference=o["reference"], model_name=o["model"],
+            collection_name=o["collection"], max_pairs=o["max_pairs"], seed=o["seed"],
+            run_ids=run_ids)
+        self._pin_runs(res["runs"])
+        rows = analysis.rbo_distribution_rows(res, bins=o["bins"])
+        title = f"RBO (p = {o['p']:g}) distributions"
+        self._draw = lambda: paper_figures.rbo_distribution_figure(rows, title=title)
+        cols = list(paper_figures.RBO_COLUMNS)
+        return ({"topic_set": topic_set, "p": o["p"], "reference": o["reference"],
+                 "summary": res["summary"], "rows": rows, "runs": res["runs"]},
+                cols, [[r[c] for c in cols] for r in rows])
+
+    def _figure3(self, o):
+        pool = selectors.pool_get(o["pool"])
+        qrels = selectors.qrels_get(o["qrels"])
+        if o["limit"] < 1:
+            raise ValueError("--limit must be at least 1")
+        rows = analysis.rank_weight_rows(pool, qrels, topic_id=o["topic"], limit=o["limit"])
+        if rows:
+            first = rows[0]["topic"]
+            drawn = [r for r in rows if r["topic"] == first]
+            title = f"Topic {first} of pool {pool.label} ({qrels.name})"
+            self._draw = lambda: paper_figures.rank_weight_figure(drawn, title=title)
+        cols = list(paper_figures.RANK_WEIGHT_COLUMNS)
+        return ({"pool": pool.label, "qrels": qrels.name, "rows": rows},
+                cols, [[r[c] for c in cols] for r in rows])
+
+    def _table1(self, o):
+        topic_set, run_ids, _pool = self._runs_of(o)
+        qrels = selectors.qrels_get(o["qrels"])
+        data = analysis.judgment_table(topic_set, depth=o["depth"], qrels=qrels,
+                                       model_name=o["model"], collection_name=o["collection"],
+                                       run_ids=run_ids)
+        self._pin_runs(data["runs"])
+        return data, TABLE_COLUMNS, [[r[c] for c in TABLE_COLUMNS] for r in data["rows"]]

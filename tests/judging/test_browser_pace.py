@@ -89,3 +89,30 @@ def _judge_ten(live_server, browser, shots, width) -> dict:
     return {"width": width, "judgments": JUDGMENTS, "keystrokes": len(keys), "keys": keys,
             "seconds_per_judgment": round(statistics.mean(seconds), 3),
             "seconds": [round(s, 3) for s in seconds], "pace_text": pace.text}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_intent_mode_moves_between_intents_with_arrows(live_server, browser, pages_index,
+                                                       tmp_path, django_user_model):
+    from selenium.webdriver.common.keys import Keys
+
+    pool = make_pool(tmp_path)
+    task = use_pages(services.judging_task_create(
+        pool=pool, name="intents", mode="intent", redundancy=1, batch=3, assessors=["alice"]),
+        pages_index)
+    sign_in(browser, live_server, django_user_model.objects.create_user("alice", password="x"))
+    kb = Keyboard(browser)
+    try:
+        browser.get(f"{live_server.url}/judging/tasks/intents/")
+        first = kb.docid()
+        # ↓ to intent 2 and grade it; ↑ back to intent 1 and grade it; Enter records
+        kb.press(Keys.ARROW_DOWN, "1", Keys.ARROW_UP, "2")
+        assert kb.docid() == first  # grading intents does not leave the page
+        kb.press_and_wait(Keys.ENTER)
+        assert kb.docid() != first
+    except Exception:
+        shows_failure(browser)
+        raise
+    got = dict(Label.objects.filter(judgment_set=task.judgment_set, docid=first)
+               .values_list("intent_id", "grade"))
+    assert got == {"1": 2, "2": 1}

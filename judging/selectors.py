@@ -255,13 +255,21 @@ def task_progress(task: JudgingTask, topic_id: str | None = None, *,
     return {"total": total, "topics": topics}
 
 
-def assessor_progress(task: JudgingTask, assessor: str, *, now: datetime | None = None) -> dict:
+def assessor_progress(task: JudgingTask, assessor: str, *, now: datetime | None = None,
+                      pace: bool = False) -> dict:
     """``{"topic", "done", "leased", "topic_done", "topic_items", "last_item"}`` for one
     assessor: their current topic, slots done and live leases over the task and within
-    that topic, and the item of their latest judgment that counts (None: none). One
-    query, over the assessor's own slots."""
+    that topic, and the item of their latest judgment that counts (None: none). With
+    ``pace``, also their pace today (since local midnight): ``today``, documents judged for
+    the first time, and ``seconds``, the mean time on page per label (a page graded for
+    several intents gives each of its labels the page's time; None before the day's first
+    judgment). One query, over the assessor's own slots and labels."""
+
     now = now or timezone.now()
+    midnight = timezone.localtime(now).replace(hour=0, minute=0, second=0, microsecond=0)
     mine = f"SELECT COUNT(*) FROM {SLOT_TABLE} s WHERE s.task_id = a.task_id AND s.assessor = %s"
+    today = (f"FROM {LABEL_TABLE} l WHERE l.judgment_set_id = %s AND l.assessor = %s "
+             f"AND l.created >= %s")
     found = sql.fetch(
         f"SELECT a.topic_id, ({mine} AND s.state = %s), "
         f"({mine} AND s.state = %s AND s.lease_expires > %s), "
@@ -270,16 +278,25 @@ def assessor_progress(task: JudgingTask, assessor: str, *, now: datetime | None 
         f" AND t.topic_id = a.topic_id), "
         f"(SELECT l.item_id FROM {LABEL_TABLE} l WHERE l.judgment_set_id = %s "
         f" AND l.assessor = %s AND l.current = %s AND l.item_id IS NOT NULL "
-        f" ORDER BY l.id DESC LIMIT 1) "
-        f"FROM {ASSESSOR_TABLE} a WHERE a.task_id = %s AND a.assessor = %s",
+        f" ORDER BY l.id DESC LIMIT 1)"
+        + (f", (SELECT COUNT(DISTINCT l.item_id) {today} AND l.revision = 1 "
+           f"  AND l.withdrawn = %s), (SELECT AVG(l.seconds) {today}) " if pace else " ")
+        + f"FROM {ASSESSOR_TABLE} a WHERE a.task_id = %s AND a.assessor = %s",
         [assessor, JudgingSlot.DONE, assessor, JudgingSlot.LEASED, sql.db_time(now),
-         assessor, JudgingSlot.DONE, task.judgment_set_id, assessor, True, task.pk,
-         assessor])
+         assessor, JudgingSlot.DONE, task.judgment_set_id, assessor, True,
+         *([task.judgment_set_id, assessor, sql.db_time(midnight), False,
+            task.judgment_set_id, assessor, sql.db_time(midnight)] if pace else []),
+         task.pk, assessor])
     row = found[0] if found else None
-    topic, done, leased, topic_done, topic_items, last = row or ("", 0, 0, 0, 0, None)
-    return {"topic": topic, "done": done or 0, "leased": leased or 0,
-            "topic_done": (topic_done or 0) if topic else 0,
-            "topic_items": topic_items or 0, "last_item": last}
+    topic, done, leased, topic_done, topic_items, last, *today = (
+        row or ("", 0, 0, 0, 0, None) + ((0, None) if pace else ()))
+    out = {"topic": topic, "done": done or 0, "leased": leased or 0,
+           "topic_done": (topic_done or 0) if topic else 0,
+           "topic_items": topic_items or 0, "last_item": last}
+    if pace:
+        out["today"] = today[0] or 0
+        out["seconds"] = None if today[1] is None else float(today[1])
+    return out
 
 
 def assessor_recent_labels(task: JudgingTask, assessor: str, limit: int = 20) -> list[dict]:
@@ -341,11 +358,11 @@ def task_collection(task: JudgingTask):
 
 
 def task_document(task: JudgingTask, docid: str):
-    """The document as readable text (:class:`judging.doctext.DocumentText`), read from the
-    index of :func:`task_collection`."""
+    """The document laid out for reading (:class:`judging.docfields.ReadableDocument`:
+    title, fields, paragraphs), read from the index of :func:`task_collection`."""
     from retrieval.selectors import document_raw
 
-    from .doctext import document_text
+    from .docfields import readable_document
 
     collection = task_collection(task)
     if collection.status != "ready":
@@ -353,7 +370,7 @@ def task_document(task: JudgingTask, docid: str):
     raw = document_raw(collection, docid)
     if raw is None:
         raise ValueError(f"collection {collection.name!r} has no document {docid!r}")
-    return document_text(raw)
+    return readable_document(raw, collection.format)
 
 
 def task_topic(task: JudgingTask, topic_id: str):
@@ -437,7 +454,7 @@ def task_assessor_stats(task: JudgingTask) -> list[dict]:
     """Per assessor: ``items`` judged (current labels), ``labels`` (every revision),
     ``revisions`` (labels beyond the first of an item), ``cannot_judge`` items, ``first``
     and ``last`` label times, ``per_hour`` (items per hour between first and last; None
-    under a minute) and ``median_seconds`` (time on page per judged item)."""
+    under a minute), ``median_seconds`` and ``mean_seconds`` (time on page per submit)."""
     import statistics
 
     per: dict[str, dict] = {}
@@ -464,7 +481,8 @@ def task_assessor_stats(task: JudgingTask) -> list[dict]:
         secs = [v for v in keys[a].values() if v is not None]
         out.append({**s, "items": items, "cannot_judge": len(s["cannot_judge"]),
                     "per_hour": items / (span / 3600) if span >= 60 else None,
-                    "median_seconds": statistics.median(secs) if secs else None})
+                    "median_seconds": statistics.median(secs) if secs else None,
+                    "mean_seconds": statistics.fmean(secs) if secs else None})
     return out
 
 
@@ -591,3 +609,18 @@ def task_gold_accuracy(task: JudgingTask) -> list[dict]:
             .annotate(seen=Count("id"), passed=Count("id", filter=Q(passed=True)))
             .order_by("assessor"))
     return [{**r, "accuracy": r["passed"] / r["seen"]} for r in rows]
+
+
+def task_agreement(task: JudgingTask) -> list[dict]:
+    """Agreement so far between each pair of the task's assessors over the (topic, intent,
+    document) units both graded (current labels with a grade); see
+    :func:`judging.overlap.pairwise_agreement`."""
+    from .overlap import pairwise_agreement
+
+    grades: dict[str, dict[tuple, int]] = defaultdict(dict)
+    rows = (Label.objects.filter(judgment_set_id=task.judgment_set_id, current=True,
+                                 withdrawn=False, grade__isnull=False)
+            .values_list("assessor", "topic_id", "intent_id", "docid", "grade"))
+    for a, t, i, d, g in rows.iterator(chunk_size=10000):
+        grades[a][(t, i, d)] = g
+    return pairwise_agreement(grades)

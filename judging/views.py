@@ -31,6 +31,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from . import analysis, labelfiles, selectors, services
+from .docfields import statement_shown
 from .doctext import marked_segments, query_terms
 from .forms import (
     CollectionForm,
@@ -106,8 +107,8 @@ _documents: OrderedDict[tuple, tuple] = OrderedDict()
 _documents_lock = threading.Lock()
 
 
-def _marked_document(task, topic: dict, docid: str) -> tuple[list, list]:
-    """The document's title and paragraphs with the query terms marked, kept in this
+def _marked_document(task, topic: dict, docid: str) -> tuple[list, list, list]:
+    """The document's title, fields and paragraphs with the query terms marked, kept in this
     process for the last ``DOCUMENTS_KEPT`` documents shown (an item is shown to K
     assessors, and again on every reload), so the index is not read again."""
     collection = selectors.task_collection(task)
@@ -121,6 +122,7 @@ def _marked_document(task, topic: dict, docid: str) -> tuple[list, list]:
     doc = selectors.task_document(task, docid)
     terms = query_terms(topic["queries"].get(docid, []))
     marked = (marked_segments(doc.title, terms),
+              [(label, marked_segments(text, terms)) for label, text in doc.fields],
               [marked_segments(p, terms) for p in doc.paragraphs])
     with _documents_lock:
         _documents[key] = marked
@@ -145,9 +147,9 @@ def _page_context(task, assessor: str, *, topic_id: str, docid: str, intents, re
                                      "cannot_judge": (current or {}).get("cannot_judge", "")},
                             intents=intents, grades=task.scale_grades)
     document_error = ""
-    title, paragraphs = "", []
+    title, fields, paragraphs = "", [], []
     try:
-        title, paragraphs = _marked_document(task, topic, docid)
+        title, fields, paragraphs = _marked_document(task, topic, docid)
     except ValueError as exc:
         document_error = str(exc)
     ctx = {
@@ -156,13 +158,15 @@ def _page_context(task, assessor: str, *, topic_id: str, docid: str, intents, re
         "grades": task.scale_grades, "keys": _keys(task), "doc_title": title,
         "paragraphs": paragraphs, "document_error": document_error, "current": current,
         "back_url": back_url, "undo_item": undo_item,
-        "statements": topic["statements"],
+        "statements": topic["statements"], "doc_fields": fields,
+        "statement": statement_shown(topic["title"], topic["description"], topic["narrative"],
+                                     topic["statements"]),
     }
     if progress:
         task_progress = selectors.task_progress(task)
         ctx["topic_progress"] = _bar(task_progress["topics"].get(topic_id, EMPTY_PROGRESS))
         ctx["task_progress"] = _bar(task_progress["total"])
-        ctx["mine"] = mine or selectors.assessor_progress(task, assessor)
+        ctx["mine"] = mine or selectors.assessor_progress(task, assessor, pace=True)
     return ctx
 
 
@@ -289,7 +293,7 @@ def judge(request, name):
     except services.QueueError as exc:
         return render(request, "judging/message.html", {"task": task, "message": str(exc)},
                       status=409)
-    mine = selectors.assessor_progress(task, user)
+    mine = selectors.assessor_progress(task, user, pace=True)
     back_url = _item_url(task, mine["last_item"])
     if not batch:
         return render(request, "judging/finished.html", {
@@ -361,6 +365,7 @@ def manage_task(request, name):
         "topics": [{"topic_id": t, **_bar(e)} for t, e in progress["topics"].items()],
         "intents": selectors.task_intent_stats(task),
         "assessors": selectors.task_assessor_stats(task),
+        "agreement": selectors.task_agreement(task),
         "gold": selectors.task_gold_accuracy(task),
         "collection": collection, "collection_form": CollectionForm(current=collection),
         "may_judge": _may_judge(task, request.user.get_username()),

@@ -37,14 +37,13 @@ def test_pages_work_under_the_policy(live_server, tmp_path, django_user_model):
         driver.find_element(By.CSS_SELECTOR, "main form button[type=submit]").click()
         wait.until(EC.presence_of_element_located((By.ID, "sign-out")))
 
-        # the judging page: a grade key, then Enter, post the judgment (ui/judge.js)
+        # the judging page: a grade key posts the judgment (ui/judge.js, topic mode)
         driver.get(f"{base}/judging/tasks/t/")
         first = wait.until(EC.presence_of_element_located((By.ID, "doc-body")))
         key = driver.execute_script(
             "return document.querySelector('.grade-row input[type=radio]').dataset.key")
         body = driver.find_element(By.TAG_NAME, "body")
         body.send_keys(key)
-        body.send_keys("\n")
         # while the next page loads, chromedriver may answer for the old node with an
         # "inspector error" instead of "stale element": both mean it is gone
         WebDriverWait(driver, 30, ignored_exceptions=(WebDriverException,)).until(

@@ -339,11 +339,12 @@ def _organiser_workflow(live_server, browser, shots, tmp_path, worker):
         docid = browser.find_element(By.CSS_SELECTOR, "#document p.muted").text.removeprefix("Document ").strip()
         assert browser.find_element(By.ID, "doc-title").text == DOCS[docid][0]
         assert (topic_id, docid) not in pressed
-        # keyboard: a grade's key, then n for next; relevant when the document is about the fruit
+        # keyboard: a grade's key records it and shows the next document (topic mode);
+        # relevant when the document is about the fruit
         grade = 2 if docid.startswith(FRUIT[topic_id]) else 0
         if n == 0:
             _shot(browser, shots, "assessor-judging")
-        _keys_and_wait(browser, f"{grade}n")
+        _keys_and_wait(browser, f"{grade}")
         pressed[(topic_id, docid)] = grade
     labels = {(lab.topic_id, lab.docid): lab.grade for lab in Label.objects.filter(
         judgment_set=task.judgment_set, current=True, withdrawn=False)}

@@ -118,11 +118,11 @@ def _judge_by_keyboard(live_server, browser):
     cur = {(x.docid, x.intent_id): x.grade for x in Label.objects.filter(
         judgment_set__name="intents", current=True)}
     assert cur == {(first, "1"): 2, (first, "2"): 0, (second, "1"): 4, (second, "2"): 4}
-    # topic mode: one row, the statement only
+    # topic mode: one row, the statement only; the grade key records and moves on
     browser.get(f"{live_server.url}/judging/tasks/topics/")
     assert len(browser.find_elements("css selector", ".grade-row")) == 1
     one = kb.docid()
-    kb.press_and_wait("1", "n")
+    kb.press_and_wait("1")
     assert kb.attr("progress-topic", "data-done") == "1"
     two = kb.docid()
     # cannot judge by keyboard: x opens the reason, Enter sends it
@@ -133,7 +133,7 @@ def _judge_by_keyboard(live_server, browser):
     assert kb.docid() == two
     kb.press_and_wait("b")
     assert kb.docid() == one
-    kb.press_and_wait("0", "n")
+    kb.press_and_wait("0")
     got = {x.docid: (x.grade, x.cannot_judge, x.revision) for x in Label.objects.filter(
         judgment_set__name="topics", current=True)}
     assert got == {one: (0, "", 2), two: (None, "blank page", 1)}
@@ -184,7 +184,7 @@ def _crowd(browser, url, task):
         words = title.split()
         docid = f"t{words[-1]}d{words[1]}"
         grade = {"t1d2": "2", "t2d2": "1", "t1d3": "0"}.get(docid, "1")
-        kb.press_and_wait(grade, "n")
+        kb.press_and_wait(grade)
     assert browser.find_element(By.ID, "completion-code").text == "JUDGE-7"
     worker = "prolific:5f1e2d3c4b5a69788796a5b4"
     status = selectors.crowd_worker_status(task, worker)

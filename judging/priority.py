@@ -32,13 +32,15 @@ Policies (``feedback`` is True for relevant):
     through another ranking, which cost no judgment); the ranking with the largest
     posterior mean (1 + rel_s) / (2 + rel_s + nonrel_s) is played, ties to the ranking
     listed first. A ranking with no documents left is retired.
-``bandit-ns``
-    The non-stationary maximum-mean bandit (MM-NS) of the same papers, which Losada,
-    Parapar & Barreiro (IP&M 53(5), 2017, "Multi-armed bandits for adjudicating
-    documents in pooling-based evaluation of information retrieval systems") found the
-    most effective adjudication method. A ranking's chance of giving a relevant
-    document falls as it is read deeper, so its evidence is discounted: each time
-    ranking s gives a document of relevance r (1 or 0) the counts become
+``bandit-discounted``
+    This project's own non-stationary variant of ``bandit``, in the spirit of the
+    non-stationary maximum-mean bandit (MM-NS) of Losada, Parapar & Barreiro (IP&M 53(5),
+    2017, "Multi-armed bandits for adjudicating documents in pooling-based evaluation of
+    information retrieval systems") but not checked against that paper's update rule,
+    so it does not carry the paper's name (it was called ``bandit-ns`` before). A
+    ranking's chance of giving a relevant document falls as it is read deeper, so its
+    evidence is discounted: each time ranking s gives a document of relevance r (1 or 0)
+    the counts become
 
         rel_s    <- gamma * rel_s    + r
         nonrel_s <- gamma * nonrel_s + (1 - r)
@@ -50,9 +52,7 @@ Policies (``feedback`` is True for relevant):
     reached through another ranking count without a judgment, ties to the ranking
     listed first, exhausted rankings retired) is as in ``bandit``.
 
-    The paper's full text was not at hand when this was written: the update above is
-    the discounted-count form of MM-NS as we read it and is to be checked against the
-    paper. Choices made here: (1) the discount is applied per ranking, at each document that
+    Choices made here: (1) the discount is applied per ranking, at each document that
     ranking gives (the drift is in the ranking's depth, which only advances when it is
     played), not per global judgment; (2) the Beta(1, 1) prior is not discounted, only
     the observed counts; (3) ``gamma`` = :data:`NS_DISCOUNT` = 0.9 (an effective memory
@@ -81,16 +81,16 @@ __all__ = [
     "order_items",
 ]
 
-ADAPTIVE_ORDERS = ("mtf", "bandit", "bandit-ns")
+ADAPTIVE_ORDERS = ("mtf", "bandit", "bandit-discounted")
 
-#: The discount of MM-NS (``bandit-ns``): weight of a ranking's evidence per document it
+#: The discount of ``bandit-discounted``: weight of a ranking's evidence per document it
 #: gives after it (see the module docstring for why 0.9).
 NS_DISCOUNT = 0.9
 
 
 def bandit_mean(rel: float, nonrel: float) -> float:
     """Posterior mean of Beta(1 + rel, 1 + nonrel): (1 + rel) / (2 + rel + nonrel).
-    The counts may be discounted (fractional) ones, as in MM-NS."""
+    The counts may be discounted (fractional) ones, as in ``bandit-discounted``."""
     return (1.0 + rel) / (2.0 + rel + nonrel)
 
 
@@ -159,7 +159,7 @@ class _MTF:
 
 
 class _Bandit:
-    """Maximum-mean bandit; ``discount`` < 1 is the non-stationary MM-NS (the counts of
+    """Maximum-mean bandit; ``discount`` < 1 is the discounted variant (the counts of
     the ranking just played are multiplied by ``discount`` before its new observation is
     added), 1 the stationary MM. The ranking played is the one of largest posterior mean,
     ties to the ranking listed first: the top of a heap of (-mean, ranking), where only the
@@ -207,7 +207,7 @@ def _policy(order: str, rankings: Sequence[Sequence[int]], n_items: int):
         return _MTF(rk)
     if order == "bandit":
         return _Bandit(rk)
-    if order == "bandit-ns":
+    if order == "bandit-discounted":
         return _Bandit(rk, NS_DISCOUNT)
     raise ValueError(f"adaptive order must be one of {ADAPTIVE_ORDERS}, not {order!r}")
 
@@ -237,7 +237,7 @@ def adaptive_order(
     known: Mapping[int, bool],
 ) -> Iterator[int]:
     """Items not in ``known``, in the order the policy ``order`` (mtf, bandit or
-    bandit-ns) reaches them given the relevance of the items in ``known``; then any item
+    bandit-discounted) reaches them given the relevance of the items in ``known``; then any item
     no ranking holds, in pool order. Lazy: take only as many as needed."""
     return _run(_policy(order, rankings, n_items), known)
 
@@ -298,7 +298,7 @@ def order_items(
     known: Mapping[int, bool] | None = None,
 ) -> Iterator[int]:
     """Every item not in ``known`` in the order ``order`` (pool, depth, mtf, bandit,
-    bandit-ns)."""
+    bandit-discounted)."""
     known = {} if known is None else known
     if order == "pool":
         return (i for i in range(n_items) if i not in known)

@@ -69,6 +69,7 @@ __all__ = [
     "CAL_NEGATIVES",
     "EXPLORE_EVERY",
     "HEDGE_BETA",
+    "HedgeReplay",
     "LEARNED_ORDERS",
     "PooledModel",
     "RBP_P",
@@ -139,6 +140,26 @@ def hedge_next(rankings: Sequence[Sequence[int]], n_items: int, known: Mapping[i
     open_[list(known)] = False
     open_[list(exclude)] = False
     return _best(scores, open_)
+
+
+class HedgeReplay:
+    """Hedge for a live queue: the values are computed once per topic, and each call
+    orders the items not in ``known`` by the mixture under the weights of the judgments
+    ``known`` (items being judged give no feedback). Nothing is refitted: the weights are
+    a closed form of the judgments (β to the summed losses), one matrix-vector product
+    per call, so the assessor's request computes them directly. The interface is
+    :class:`judging.priority.AdaptiveReplay`'s."""
+
+    def __init__(self, rankings: Sequence[Sequence[int]], n_items: int):
+        self.values = hedge_values(rankings, n_items)
+        self.n_items = n_items
+        self.full_replays = 1
+
+    def items(self, known: Mapping[int, bool], changed=None) -> Iterator[int]:
+        scores = hedge_scores(self.values, known)
+        open_ = np.ones(self.n_items, dtype=bool)
+        open_[list(known)] = False
+        return (int(i) for i in _ranked(scores, open_))
 
 
 def _hedge(rankings, n_items, known) -> Iterator[int]:

@@ -119,12 +119,14 @@ class JudgingTask(models.Model):
     ORDER_MTF = "mtf"
     ORDER_BANDIT = "bandit"
     ORDER_BANDIT_DISCOUNTED = "bandit-discounted"
+    ORDER_HEDGE = "hedge"
     ORDER_CHOICES = [
         (ORDER_POOL, "the pool's order"),
         (ORDER_MTF, "move-to-front over the contributing rankings"),
         (ORDER_BANDIT, "Bayesian bandit (maximum mean) over the contributing rankings"),
         (ORDER_BANDIT_DISCOUNTED, "Bayesian bandit with discounted evidence (this "
                                   "project's variant) over the contributing rankings"),
+        (ORDER_HEDGE, "Hedge (Aslam, Pavlu & Savell 2003) over the contributing rankings"),
     ]
 
     name = models.CharField(max_length=100, unique=True)

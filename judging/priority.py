@@ -60,6 +60,11 @@ Policies (``feedback`` is True for relevant):
     tuned. Ties are broken deterministically (ranking listed first), not at random,
     so that every assessor sees the same order.
 
+``hedge``
+    Aslam, Pavlu & Savell's Hedge (2003): see :mod:`judging.learned`, which defines it
+    with the other learned orders; it is offered to the live queue because its state is
+    a closed form of the judgments (no model to refit).
+
 Non-adaptive orders: ``pool`` (pool order, positions 0, 1, 2, ...) and ``depth``
 (:func:`depth_order`: by the shallowest rank at which any ranking placed the document,
 ties in pool order).
@@ -71,6 +76,8 @@ from typing import Iterator, Mapping, Sequence
 
 import numpy as np
 
+from . import learned
+
 __all__ = [
     "ADAPTIVE_ORDERS",
     "AdaptiveReplay",
@@ -81,7 +88,7 @@ __all__ = [
     "order_items",
 ]
 
-ADAPTIVE_ORDERS = ("mtf", "bandit", "bandit-discounted")
+ADAPTIVE_ORDERS = ("mtf", "bandit", "bandit-discounted", "hedge")
 
 #: The discount of ``bandit-discounted``: weight of a ranking's evidence per document it
 #: gives after it (see the module docstring for why 0.9).
@@ -236,9 +243,12 @@ def adaptive_order(
     n_items: int,
     known: Mapping[int, bool],
 ) -> Iterator[int]:
-    """Items not in ``known``, in the order the policy ``order`` (mtf, bandit or
-    bandit-discounted) reaches them given the relevance of the items in ``known``; then any item
-    no ranking holds, in pool order. Lazy: take only as many as needed."""
+    """Items not in ``known``, in the order the policy ``order`` (mtf, bandit,
+    bandit-discounted or hedge) reaches them given the relevance of the items in ``known``;
+    then any item no ranking holds, in pool order (hedge: items no ranking holds score 0
+    and take their turn by pool position). Lazy: take only as many as needed."""
+    if order == "hedge":
+        return learned.learned_order("hedge", rankings, n_items, known)
     return _run(_policy(order, rankings, n_items), known)
 
 
@@ -258,7 +268,10 @@ class AdaptiveReplay:
     def __init__(self, order: str, rankings: Sequence[Sequence[int]], n_items: int):
         self.order, self.rankings, self.n_items = order, rankings, n_items
         self.full_replays = 0
-        self._restart()
+        # hedge keeps no replay: its order is a closed form of the judgments
+        self._hedge = learned.HedgeReplay(rankings, n_items) if order == "hedge" else None
+        if self._hedge is None:
+            self._restart()
 
     def _restart(self) -> None:
         self._state = _policy(self.order, self.rankings, self.n_items)
@@ -268,6 +281,8 @@ class AdaptiveReplay:
     def items(self, known: Mapping[int, bool], changed=None) -> Iterator[int]:
         """The items not in ``known`` in the policy's order. ``changed``: the items whose
         relevance may differ from ``known`` at the previous call (None: any may have)."""
+        if self._hedge is not None:
+            return self._hedge.items(known, changed)
         consumed = self._consumed
         if changed is None:
             stale = any(known.get(i) != v for i, v in consumed.items())

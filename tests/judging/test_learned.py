@@ -145,3 +145,15 @@ def test_learned_imports_no_django():
     code = ("import sys, judging.learned; "
             "assert not any(m == 'django' or m.startswith('django.') for m in sys.modules)")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_hedge_in_the_live_queue_orders_by_the_judgments_so_far():
+    from judging import priority
+
+    rankings = [[0, 1, 2], [2, 3, 0]]
+    known = {0: False}
+    # weights fixed by the judgments so far: 2 (ranking 2's first) then 3, then 1
+    assert list(learned.HedgeReplay(rankings, 4).items(known)) == [2, 3, 1]
+    assert list(priority.AdaptiveReplay("hedge", rankings, 4).items(known)) == [2, 3, 1]
+    assert list(priority.adaptive_order("hedge", rankings, 4, dict(known))) == [2, 3, 1]
+    assert "hedge" in priority.ADAPTIVE_ORDERS

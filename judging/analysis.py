@@ -34,7 +34,7 @@ from .selectors import (
     task_topics_stopping,
 )
 
-ORDERS = ("pool", "mtf", "bandit", "bandit-ns", "depth", *learned.LEARNED_ORDERS)
+ORDERS = ("pool", "mtf", "bandit", "bandit-discounted", "depth", *learned.LEARNED_ORDERS)
 
 
 def _topic_stream(order, docs, min_rank, rankings, relevant, log=None, learn=None):

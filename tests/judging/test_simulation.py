@@ -257,3 +257,24 @@ def test_simulate_judging_tau_curve(tmp_path):
     PoolRun.objects.filter(pool=pool).exclude(run__tag="r1").delete()
     with pytest.raises(CommandError, match="built from 1 system run.*two or more systems"):
         simulate("pool", 100, "--tau")
+
+
+def test_simulate_judging_with_learned_orders(tmp_path):
+    """Runs r1 (d1..d8) and r2 (d8..d1) per topic; d8 and d7 relevant. Hedge judges d1 or
+    d8 first (they tie at rank 1); either way the weights then favour r2, so both
+    relevant documents are among the first three of every topic."""
+    from .conftest import make_pool
+
+    make_pool(tmp_path, docs=8, name="w")
+    qrels = tmp_path / "q.txt"
+    qrels.write_text("".join(f"{t} 0 t{t}d{d} {int(d >= 7)}\n"
+                             for t in ("1", "2") for d in range(1, 9)))
+    call_command("import_judgments", str(qrels), "--format", "adhoc", "--name", "web2011")
+    res = simulate("hedge", 3, "--per-topic")
+    assert (res["judged"], res["relevant_found"]) == (6, 4)
+    for order in ("hedge", "al-rank"):
+        res = simulate(order, 100)
+        assert (res["judged"], res["relevant_found"], res["pool_size"]) == (16, 4, 16)
+    # the pool was built from imported runs: no collection, no text to learn from
+    with pytest.raises(CommandError, match="the text orders need the documents' text"):
+        simulate("cal-text", 10)

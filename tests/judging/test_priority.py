@@ -142,7 +142,9 @@ def _random_case(rng):
     return n, rankings
 
 
-@pytest.mark.parametrize("order", priority.ADAPTIVE_ORDERS)
+# the orders that replay (hedge keeps no frontier: its order is a closed form of the
+# judgments, checked against a full replay in test_adaptive_cache)
+@pytest.mark.parametrize("order", [o for o in priority.ADAPTIVE_ORDERS if o != "hedge"])
 def test_incremental_replay_equals_full_replay_through_revisions_and_undos(order):
     """One AdaptiveReplay asked after every change of a random judgment history (new
     judgments mostly at the front of the order, some anywhere, revisions flipping a known

@@ -15,8 +15,9 @@ randomness is called for), so the order is a function of the judgments.
     evaluation" (CIKM 2003). Every contributing ranking s is an expert with weight w_s,
     initially uniform. A document d at rank r (1-based) of a ranking of N documents has
     the rank-based value ``v_s(d) = ½ · ln(N / r)`` (0 for a document the ranking does not
-    hold); this is the paper's loss, which tracks the average-precision weight of rank r
-    (about ½ · (1 + H_N − H_r)). The next document is the unjudged one of largest weighted
+    hold); this is the paper's rank-based loss as we read it (it tracks the
+    average-precision weight of rank r, about ½ · (1 + H_N − H_r)); the paper's full text
+    was not at hand to check the constant and the treatment of unretrieved documents. The next document is the unjudged one of largest weighted
     mixture ``Σ_s w_s · v_s(d) / Σ_s w_s`` (ties to the earlier pool position). Judging d
     costs expert s the loss ``−v_s(d)`` if d is relevant and ``+v_s(d)`` if not, and the
     weights are updated multiplicatively, ``w_s ← w_s · β^loss`` with β = :data:`HEDGE_BETA`.
@@ -72,7 +73,9 @@ __all__ = [
     "HedgeReplay",
     "LEARNED_ORDERS",
     "PooledModel",
+    "RANK_FEATURES",
     "RBP_P",
+    "TEXT_ORDERS",
     "hedge_next",
     "hedge_scores",
     "hedge_values",

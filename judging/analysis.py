@@ -9,7 +9,10 @@ judgment is fed back before the next document is chosen (the sequential policy o
 Budget: ``per_topic`` spends ``budget`` judgments on every topic; otherwise ``budget``
 judgments in all, one per topic in turn (topic id order, skipping topics with nothing
 left) so that every topic gets an equal share. Every order offered is deterministic; the
-seed is recorded in the output only.
+seed draws the random negatives of the text orders (``cal-text``, ``cal``) and is recorded
+in the output. The learned orders (:mod:`judging.learned`) are fed each judgment as the
+adaptive ones are; ``al-rank`` shares one pooled model across the topics, which therefore
+learns from every topic judged so far (with a shared budget the topics take turns).
 
 Knowing when to stop (:mod:`judging.stopping`): :func:`stop_simulation` replays the same
 streams under a stopping rule; :func:`task_recall_estimates` estimates, for a live task,
@@ -23,23 +26,29 @@ import numpy as np
 
 from crowd.naturalsort import natural_key
 
-from . import priority, stopping
+from . import learned, priority, stopping
 from .selectors import (
     pool_contributing_rankings,
+    pool_document_texts,
+    pool_topic_statements,
     relevance_by_topic,
     task_judged_sequences,
     task_topics_stopping,
 )
 
-ORDERS = ("pool", "mtf", "bandit", "bandit-ns", "depth")
+ORDERS = ("pool", "mtf", "bandit", "bandit-discounted", "depth", *learned.LEARNED_ORDERS)
 
 
-def _topic_stream(order, docs, min_rank, rankings, relevant, log=None):
+def _topic_stream(order, docs, min_rank, rankings, relevant, log=None, learn=None):
     """Judge a topic's documents in ``order``: yields True/False (relevant) per judgment;
-    ``log``, when given, receives each judged docid."""
+    ``log``, when given, receives each judged docid; ``learn`` holds the keyword arguments
+    of :func:`judging.learned.learned_order` for a learned order."""
     known: dict[int, bool] = {}
-    for item in priority.order_items(order, n_items=len(docs), rankings=rankings,
-                                     min_rank=min_rank, known=known):
+    items = (learned.learned_order(order, rankings, len(docs), known, **learn)
+             if order in learned.LEARNED_ORDERS else
+             priority.order_items(order, n_items=len(docs), rankings=rankings,
+                                  min_rank=min_rank, known=known))
+    for item in items:
         rel = docs[item] in relevant
         known[item] = rel
         if log is not None:
@@ -48,7 +57,7 @@ def _topic_stream(order, docs, min_rank, rankings, relevant, log=None):
 
 
 def _pool_streams(pool, jset, order: str, sizes: dict | None = None,
-                  logs: dict | None = None) -> dict:
+                  logs: dict | None = None, seed: int = 0) -> dict:
     """``{topic: judging stream}`` (:func:`_topic_stream`) of every topic of the pool.
     ``sizes``, when given, receives ``{topic: (pooled documents, relevant among them)}``;
     ``logs`` ``{topic: [judged docids in order]}`` as the streams are read."""
@@ -61,8 +70,25 @@ def _pool_streams(pool, jset, order: str, sizes: dict | None = None,
         ranks[d.topic_id].append(d.min_rank)
     if not docs:
         raise ValueError(f"pool {pool.label} has no documents")
-    rankings = (pool_contributing_rankings(pool) if order in priority.ADAPTIVE_ORDERS
-                else {})
+    sources: dict[str, list[str]] = {}
+    rankings = (pool_contributing_rankings(pool, sources)
+                if order in priority.ADAPTIVE_ORDERS + learned.LEARNED_ORDERS else {})
+    learn: dict[str, dict] = {t: {} for t in docs}
+    if order in learned.LEARNED_ORDERS:
+        shared = learned.PooledModel()
+        texts = (pool_document_texts(pool, {d for ds in docs.values() for d in ds})
+                 if order in learned.TEXT_ORDERS else {})
+        statements = pool_topic_statements(pool) if order in learned.TEXT_ORDERS else {}
+        for t in docs:
+            learn[t] = {"sources": sources.get(t) or None, "pooled": shared, "seed": seed}
+            if order in learned.TEXT_ORDERS:
+                missing = [d for d in docs[t] if d not in texts]
+                if missing:
+                    raise ValueError(
+                        f"the collection of pool {pool.label} has no text for {len(missing)} "
+                        f"pooled document(s) of topic {t} (e.g. {missing[0]!r})")
+                learn[t].update(texts=[texts[d] for d in docs[t]],
+                                statement=statements.get(t, ""))
     relevant = relevance_by_topic(jset)
     if sizes is not None:
         for t in docs:
@@ -71,7 +97,8 @@ def _pool_streams(pool, jset, order: str, sizes: dict | None = None,
     if logs is not None:
         logs.update({t: [] for t in docs})
     return {t: _topic_stream(order, docs[t], np.asarray(ranks[t]), rankings.get(t, []),
-                             relevant.get(t, set()), None if logs is None else logs[t])
+                             relevant.get(t, set()), None if logs is None else logs[t],
+                             learn[t])
             for t in sorted(docs, key=natural_key)}
 
 
@@ -99,7 +126,7 @@ def judging_simulation(pool, jset, *, order: str, budget: int, per_topic: bool =
         raise ValueError("budget must be at least 1")
     sizes: dict[str, tuple[int, int]] = {}
     logs: dict[str, list[str]] = {}
-    streams = _pool_streams(pool, jset, order, sizes, logs)
+    streams = _pool_streams(pool, jset, order, sizes, logs, seed)
     topics = sorted(streams, key=natural_key)
     judged = found = 0
     curve = []

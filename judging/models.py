@@ -118,13 +118,15 @@ class JudgingTask(models.Model):
     ORDER_POOL = "pool"
     ORDER_MTF = "mtf"
     ORDER_BANDIT = "bandit"
-    ORDER_BANDIT_NS = "bandit-ns"
+    ORDER_BANDIT_DISCOUNTED = "bandit-discounted"
+    ORDER_HEDGE = "hedge"
     ORDER_CHOICES = [
         (ORDER_POOL, "the pool's order"),
         (ORDER_MTF, "move-to-front over the contributing rankings"),
         (ORDER_BANDIT, "Bayesian bandit (maximum mean) over the contributing rankings"),
-        (ORDER_BANDIT_NS, "non-stationary Bayesian bandit (MM-NS) over the contributing "
-                          "rankings"),
+        (ORDER_BANDIT_DISCOUNTED, "Bayesian bandit with discounted evidence (this "
+                                  "project's variant) over the contributing rankings"),
+        (ORDER_HEDGE, "Hedge (Aslam, Pavlu & Savell 2003) over the contributing rankings"),
     ]
 
     name = models.CharField(max_length=100, unique=True)
@@ -135,7 +137,7 @@ class JudgingTask(models.Model):
     # [{"value": int, "label": str, "key": str}, ...] in display order
     scale_grades = models.JSONField(default=list)
     redundancy = models.PositiveSmallIntegerField(default=1)
-    order = models.CharField(max_length=10, choices=ORDER_CHOICES, default=ORDER_POOL)
+    order = models.CharField(max_length=20, choices=ORDER_CHOICES, default=ORDER_POOL)
     batch = models.PositiveIntegerField(default=10)
     lease_minutes = models.PositiveIntegerField(default=30)
     # user mode: every user of a topic judges the topic's first N documents in pool order

@@ -32,13 +32,15 @@ Policies (``feedback`` is True for relevant):
     through another ranking, which cost no judgment); the ranking with the largest
     posterior mean (1 + rel_s) / (2 + rel_s + nonrel_s) is played, ties to the ranking
     listed first. A ranking with no documents left is retired.
-``bandit-ns``
-    The non-stationary maximum-mean bandit (MM-NS) of the same papers, which Losada,
-    Parapar & Barreiro (IP&M 53(5), 2017, "Multi-armed bandits for adjudicating
-    documents in pooling-based evaluation of information retrieval systems") found the
-    most effective adjudication method. A ranking's chance of giving a relevant
-    document falls as it is read deeper, so its evidence is discounted: each time
-    ranking s gives a document of relevance r (1 or 0) the counts become
+``bandit-discounted``
+    This project's own non-stationary variant of ``bandit``, in the spirit of the
+    non-stationary maximum-mean bandit (MM-NS) of Losada, Parapar & Barreiro (IP&M 53(5),
+    2017, "Multi-armed bandits for adjudicating documents in pooling-based evaluation of
+    information retrieval systems") but not checked against that paper's update rule,
+    so it does not carry the paper's name (it was called ``bandit-ns`` before). A
+    ranking's chance of giving a relevant document falls as it is read deeper, so its
+    evidence is discounted: each time ranking s gives a document of relevance r (1 or 0)
+    the counts become
 
         rel_s    <- gamma * rel_s    + r
         nonrel_s <- gamma * nonrel_s + (1 - r)
@@ -50,15 +52,18 @@ Policies (``feedback`` is True for relevant):
     reached through another ranking count without a judgment, ties to the ranking
     listed first, exhausted rankings retired) is as in ``bandit``.
 
-    The paper's full text was not at hand when this was written: the update above is
-    the discounted-count form of MM-NS as we read it and is to be checked against the
-    paper. Choices made here: (1) the discount is applied per ranking, at each document that
+    Choices made here: (1) the discount is applied per ranking, at each document that
     ranking gives (the drift is in the ranking's depth, which only advances when it is
     played), not per global judgment; (2) the Beta(1, 1) prior is not discounted, only
     the observed counts; (3) ``gamma`` = :data:`NS_DISCOUNT` = 0.9 (an effective memory
     of about ten documents per ranking), fixed before running any simulation, not
     tuned. Ties are broken deterministically (ranking listed first), not at random,
     so that every assessor sees the same order.
+
+``hedge``
+    Aslam, Pavlu & Savell's Hedge (2003): see :mod:`judging.learned`, which defines it
+    with the other learned orders; it is offered to the live queue because its state is
+    a closed form of the judgments (no model to refit).
 
 Non-adaptive orders: ``pool`` (pool order, positions 0, 1, 2, ...) and ``depth``
 (:func:`depth_order`: by the shallowest rank at which any ranking placed the document,
@@ -71,6 +76,8 @@ from typing import Iterator, Mapping, Sequence
 
 import numpy as np
 
+from . import learned
+
 __all__ = [
     "ADAPTIVE_ORDERS",
     "AdaptiveReplay",
@@ -81,16 +88,16 @@ __all__ = [
     "order_items",
 ]
 
-ADAPTIVE_ORDERS = ("mtf", "bandit", "bandit-ns")
+ADAPTIVE_ORDERS = ("mtf", "bandit", "bandit-discounted", "hedge")
 
-#: The discount of MM-NS (``bandit-ns``): weight of a ranking's evidence per document it
+#: The discount of ``bandit-discounted``: weight of a ranking's evidence per document it
 #: gives after it (see the module docstring for why 0.9).
 NS_DISCOUNT = 0.9
 
 
 def bandit_mean(rel: float, nonrel: float) -> float:
     """Posterior mean of Beta(1 + rel, 1 + nonrel): (1 + rel) / (2 + rel + nonrel).
-    The counts may be discounted (fractional) ones, as in MM-NS."""
+    The counts may be discounted (fractional) ones, as in ``bandit-discounted``."""
     return (1.0 + rel) / (2.0 + rel + nonrel)
 
 
@@ -159,7 +166,7 @@ class _MTF:
 
 
 class _Bandit:
-    """Maximum-mean bandit; ``discount`` < 1 is the non-stationary MM-NS (the counts of
+    """Maximum-mean bandit; ``discount`` < 1 is the discounted variant (the counts of
     the ranking just played are multiplied by ``discount`` before its new observation is
     added), 1 the stationary MM. The ranking played is the one of largest posterior mean,
     ties to the ranking listed first: the top of a heap of (-mean, ranking), where only the
@@ -207,7 +214,7 @@ def _policy(order: str, rankings: Sequence[Sequence[int]], n_items: int):
         return _MTF(rk)
     if order == "bandit":
         return _Bandit(rk)
-    if order == "bandit-ns":
+    if order == "bandit-discounted":
         return _Bandit(rk, NS_DISCOUNT)
     raise ValueError(f"adaptive order must be one of {ADAPTIVE_ORDERS}, not {order!r}")
 
@@ -236,9 +243,12 @@ def adaptive_order(
     n_items: int,
     known: Mapping[int, bool],
 ) -> Iterator[int]:
-    """Items not in ``known``, in the order the policy ``order`` (mtf, bandit or
-    bandit-ns) reaches them given the relevance of the items in ``known``; then any item
-    no ranking holds, in pool order. Lazy: take only as many as needed."""
+    """Items not in ``known``, in the order the policy ``order`` (mtf, bandit,
+    bandit-discounted or hedge) reaches them given the relevance of the items in ``known``;
+    then any item no ranking holds, in pool order (hedge: items no ranking holds score 0
+    and take their turn by pool position). Lazy: take only as many as needed."""
+    if order == "hedge":
+        return learned.learned_order("hedge", rankings, n_items, known)
     return _run(_policy(order, rankings, n_items), known)
 
 
@@ -258,7 +268,10 @@ class AdaptiveReplay:
     def __init__(self, order: str, rankings: Sequence[Sequence[int]], n_items: int):
         self.order, self.rankings, self.n_items = order, rankings, n_items
         self.full_replays = 0
-        self._restart()
+        # hedge keeps no replay: its order is a closed form of the judgments
+        self._hedge = learned.HedgeReplay(rankings, n_items) if order == "hedge" else None
+        if self._hedge is None:
+            self._restart()
 
     def _restart(self) -> None:
         self._state = _policy(self.order, self.rankings, self.n_items)
@@ -268,6 +281,8 @@ class AdaptiveReplay:
     def items(self, known: Mapping[int, bool], changed=None) -> Iterator[int]:
         """The items not in ``known`` in the policy's order. ``changed``: the items whose
         relevance may differ from ``known`` at the previous call (None: any may have)."""
+        if self._hedge is not None:
+            return self._hedge.items(known, changed)
         consumed = self._consumed
         if changed is None:
             stale = any(known.get(i) != v for i, v in consumed.items())
@@ -298,7 +313,7 @@ def order_items(
     known: Mapping[int, bool] | None = None,
 ) -> Iterator[int]:
     """Every item not in ``known`` in the order ``order`` (pool, depth, mtf, bandit,
-    bandit-ns)."""
+    bandit-discounted)."""
     known = {} if known is None else known
     if order == "pool":
         return (i for i in range(n_items) if i not in known)

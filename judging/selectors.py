@@ -320,11 +320,13 @@ def assessor_recent_labels(task: JudgingTask, assessor: str, limit: int = 20) ->
 # --- pools: contributing rankings ------------------------------------------------------------
 
 
-def pool_contributing_rankings(pool) -> dict[str, list[np.ndarray]]:
+def pool_contributing_rankings(pool, sources: dict | None = None
+                               ) -> dict[str, list[np.ndarray]]:
     """``{topic: [0-based pool positions of one contributing ranking, …]}``: every ranking
     of the runs that built the pool (those it recorded, never a newer run), cut at the pool depth, its documents as positions in the pool's
     order (documents the pool left out, e.g. beyond an RBP budget, dropped). Rankings in
-    the order pooling reads them (topic, source, run, label)."""
+    the order pooling reads them (topic, source, run, label). ``sources``, when given,
+    receives ``{topic: ["user" or "system" per ranking]}``."""
     from pooling.selectors import pool_run_ids, pool_topic_arrays, ranking_contributions
 
     _records, contributions, remap = ranking_contributions(
@@ -332,6 +334,8 @@ def pool_contributing_rankings(pool) -> dict[str, list[np.ndarray]]:
     by_topic: dict[str, list] = defaultdict(list)
     for c in contributions:
         by_topic[c.topic_id].append(c.docids)
+        if sources is not None:
+            sources.setdefault(c.topic_id, []).append(c.source)
     out: dict[str, list[np.ndarray]] = {}
     n_dense = len(remap.vocab)
     for t in pool_topic_arrays(pool):
@@ -346,6 +350,31 @@ def pool_contributing_rankings(pool) -> dict[str, list[np.ndarray]]:
 
 
 # --- pages: the document, the topic, per-topic progress, organisers' statistics ------------
+
+
+def pool_topic_statements(pool) -> dict[str, str]:
+    """``{topic: its title, description, narrative and statements in one text}`` for the
+    topics of the pool's topic set (what a learned order takes for a relevant document)."""
+    from crowd.models import Topic
+
+    out = {}
+    for topic in (Topic.objects.filter(topic_set_id=pool.topic_set_id)
+                  .prefetch_related("statements")):
+        parts = [topic.title, topic.description, topic.narrative,
+                 *(s.text for s in topic.statements.all())]
+        out[topic.topic_id] = "\n".join(p for p in parts if p)
+    return out
+
+
+def pool_document_texts(pool, docids) -> dict[str, str]:
+    """``{docid: text}`` from the pool's collection file; ValueError when the pool has no
+    collection (it was built from imported runs only)."""
+    from retrieval.selectors import collection_texts
+
+    if pool.collection is None:
+        raise ValueError(f"pool {pool.label} has no document collection (it was built from "
+                         "imported runs): the text orders need the documents' text")
+    return collection_texts(pool.collection, docids)
 
 
 def task_collection(task: JudgingTask):

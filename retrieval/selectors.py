@@ -491,3 +491,19 @@ def run_job_list() -> list[dict]:
         "leases": held.get(run.id, []),
         "error": run.error,
     } for run in run_list().order_by("-created", "-id")]
+
+
+def collection_texts(collection: Collection, docids) -> dict[str, str]:
+    """``{docid: indexed text}`` of the documents ``docids`` of a collection, read from the
+    collection's file (one pass; documents not in the file are left out). For analyses that
+    need many documents' text at once, where reading each from the index would be slow."""
+    from .collections_io import read_collection
+
+    wanted = set(docids)
+    out: dict[str, str] = {}
+    for doc in read_collection(collection.source_path, collection.format, allow_empty=True):
+        if doc.docid in wanted:
+            out[doc.docid] = doc.contents
+            if len(out) == len(wanted):
+                break
+    return out

@@ -34,7 +34,7 @@ def cached_replay(task, topic, k=None):
     return list(islice(entry.replay.items(dict(entry.known), changed), k))
 
 
-@pytest.mark.parametrize("order", ["mtf", "bandit-ns"])
+@pytest.mark.parametrize("order", ["mtf", "bandit-discounted", "hedge"])
 def test_cached_order_equals_full_replay_through_submits_revisions_and_undos(tmp_path, order):
     services._adaptive_cache.clear()
     pool = make_pool(tmp_path, topics=("1",), docs=25)

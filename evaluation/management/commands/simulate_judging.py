@@ -30,7 +30,8 @@ class Command(BaseCommand):
         parser.add_argument("--budget", required=True, type=int)
         parser.add_argument("--per-topic", action="store_true")
         parser.add_argument("--seed", type=int, default=0,
-                            help="recorded in the output (every order is deterministic)")
+                            help="draws the random negatives of cal-text and cal; recorded "
+                                 "in the output (every order is deterministic for a seed)")
         parser.add_argument("--json", action="store_true")
         parser.add_argument("--stop", default=None, metavar="RULE",
                             help="also report where a stopping rule stops, for shared and "

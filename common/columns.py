@@ -4,7 +4,9 @@ Runs and qrels files hold millions of short lines; reading them one ``str.split`
 time costs more than evaluating them. :func:`read_columns` reads the bytes (gzip
 accepted, in blocks cut at line ends), finds every token boundary and every line end
 with array operations, and checks in bulk that every non-blank line has the expected
-number of columns. Columns then come out as fixed-width byte strings
+number of columns; in the usual layout (one blank or tab between tokens, nothing else)
+the positions of the whitespace bytes alone give every token. Columns then come out as
+fixed-width byte strings
 (:meth:`Columns.text`) or as numbers (:meth:`Columns.floats`, :meth:`Columns.ints`).
 
 The bulk reader only vouches for files it understands completely: printable ASCII

@@ -6,8 +6,8 @@ accepted, in blocks cut at line ends), finds every token boundary and every line
 with array operations, and checks in bulk that every non-blank line has the expected
 number of columns; in the usual layout (one blank or tab between tokens, nothing else)
 the positions of the whitespace bytes alone give every token. Columns then come out as
-fixed-width byte strings
-(:meth:`Columns.text`) or as numbers (:meth:`Columns.floats`, :meth:`Columns.ints`).
+fixed-width byte strings (:meth:`Columns.text`) or as numbers (:meth:`Columns.floats`,
+:meth:`Columns.ints`).
 
 The bulk reader only vouches for files it understands completely: printable ASCII
 tokens separated by spaces, tabs and line ends (``\\r\\n`` too), lines within

@@ -323,9 +323,9 @@ def _codes_by_topic(docs: np.ndarray, bounds: np.ndarray
     entries start) by its docid's place in the topic's sorted docids.
     Returns the codes, every topic's docids one after the other,
     and where each topic's start. Docids are hashed to 64 bits and grouped by pandas'
-    hash table one topic at a time (small tables stay in cache); every entry is then
-    compared with its group's representative, and a topic with a collision (never seen
-    in practice) is grouped by an exact sort instead."""
+    hash table one topic at a time (small tables stay in cache); when docids are longer
+    than 8 bytes every entry is then compared with its group's representative, and a
+    topic with a collision (never seen in practice) is grouped by an exact sort instead."""
     words = _words(docs)
     h = words[0] * _MIX
     for w in words[1:]:
@@ -340,8 +340,8 @@ def _codes_by_topic(docs: np.ndarray, bounds: np.ndarray
         c, uniques = pd.factorize(h[lo:hi])
         reps = np.empty(len(uniques), dtype=np.int64)
         reps[c] = np.arange(hi - lo)
-        back = reps[c] + lo
-        if not all(bool((w[back] == w[lo:hi]).all()) for w in words):
+        # one word: the hash is a product with an odd number, one-to-one, so exact
+        if len(words) > 1 and not all(bool((w[reps[c] + lo] == w[lo:hi]).all()) for w in words):
             sorted_docs = docs[lo:hi]
             uniq, c = np.unique(sorted_docs, return_inverse=True)
             first = np.empty(len(uniq), dtype=np.int64)

@@ -4,8 +4,10 @@ Runs and qrels files hold millions of short lines; reading them one ``str.split`
 time costs more than evaluating them. :func:`read_columns` reads the bytes (gzip
 accepted, in blocks cut at line ends), finds every token boundary and every line end
 with array operations, and checks in bulk that every non-blank line has the expected
-number of columns. Columns then come out as fixed-width byte strings
-(:meth:`Columns.text`) or as numbers (:meth:`Columns.floats`, :meth:`Columns.ints`).
+number of columns; in the usual layout (one blank or tab between tokens, nothing else)
+the positions of the whitespace bytes alone give every token. Columns then come out as
+fixed-width byte strings (:meth:`Columns.text`) or as numbers (:meth:`Columns.floats`,
+:meth:`Columns.ints`).
 
 The bulk reader only vouches for files it understands completely: printable ASCII
 tokens separated by spaces, tabs and line ends (``\\r\\n`` too), lines within
@@ -70,20 +72,36 @@ class Unsure(Exception):
 @dataclass
 class Columns:
     """The tokens of ``rows`` non-blank lines: ``starts[i, j]``/``ends[i, j]`` are the byte
-    offsets of column ``j`` of row ``i`` in ``data``."""
+    offsets of column ``j`` of row ``i`` in ``data``. ``starts`` is ``None`` when every
+    token is followed by a single separator: a token then starts one byte after the end
+    of the token before it (the first at ``first``)."""
 
     data: np.ndarray
-    starts: np.ndarray
+    starts: np.ndarray | None
     ends: np.ndarray
+    first: int = 0
 
     @property
     def rows(self) -> int:
-        return len(self.starts)
+        return len(self.ends)
+
+    def span(self, j: int, rows=slice(None)) -> tuple[np.ndarray, np.ndarray]:
+        """Where the tokens of column ``j`` (of ``rows``) start and end."""
+        e = self.ends[rows, j]
+        if self.starts is not None:
+            return self.starts[rows, j], e
+        if j:
+            return self.ends[rows, j - 1] + 1, e
+        before = np.empty(self.rows, dtype=self.ends.dtype)
+        before[0] = self.first
+        before[1:] = self.ends[:-1, -1]
+        before[1:] += 1
+        return before[rows], e
 
     def _matrix(self, j: int, width: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Column ``j`` left-aligned in a ``(rows, width)`` byte matrix, zeros after each
         token, and the tokens' lengths."""
-        s, e = self.starts[:, j], self.ends[:, j]
+        s, e = self.span(j)
         lengths = e - s
         w = int(lengths.max()) if width is None else width
         if int(s.max()) + w <= len(self.data):  # rows of a sliding window: one copy each
@@ -98,12 +116,18 @@ class Columns:
 
     def token(self, i: int, j: int) -> bytes:
         """The token of row ``i``, column ``j``."""
-        return self.data[self.starts[i, j]:self.ends[i, j]].tobytes()
+        if self.starts is not None:
+            s = int(self.starts[i, j])
+        elif j:
+            s = int(self.ends[i, j - 1]) + 1
+        else:
+            s = int(self.ends[i - 1, -1]) + 1 if i else self.first
+        return self.data[s:int(self.ends[i, j])].tobytes()
 
     def _keys(self, j: int) -> np.ndarray | None:
         """Column ``j`` as one 64-bit word per token (its bytes, zeros after), when every
         token has at most 8 bytes: equal words, equal tokens (no token holds a NUL)."""
-        s, e = self.starts[:, j], self.ends[:, j]
+        s, e = self.span(j)
         lengths = e - s
         if int(lengths.max()) > 8 or int(s.max()) + 8 > len(self.data):
             return None
@@ -144,7 +168,7 @@ class Columns:
         checked and combined eight at a time (SWAR), and the decimals divided out:
         ``mantissa / 10**decimals``, exact below 2**53 as ``float()`` is. ``None`` when
         the column is not like that."""
-        s, e = self.starts[:, j], self.ends[:, j]
+        s, e = self.span(j)
         data = self.data
         lengths = e - s
         if int(lengths.max()) > 16 or int(e.min()) < 16:
@@ -200,7 +224,8 @@ class Columns:
         fixed = self._fixed(j, integer)
         if fixed is not None:
             return fixed
-        lengths = self.ends[:, j] - self.starts[:, j]
+        s, e = self.span(j)
+        lengths = e - s
         width = min(int(lengths.max()), _MAX_FAST_DIGITS + 2)
         m, _ = self._matrix(j, width)
         cols = np.arange(width)
@@ -234,7 +259,7 @@ class Columns:
         if len(slow):
             convert = int if integer else float
             raw = self.data
-            s, e = self.starts[slow, j], self.ends[slow, j]
+            s, e = self.span(j, slow)
             try:
                 out[slow] = [convert(raw[a:b].tobytes().decode("ascii")) for a, b in zip(s, e)]
             except (ValueError, OverflowError):
@@ -315,9 +340,12 @@ def _parse_block(data: np.ndarray, ncols: int, at_least: bool) -> Columns:
     # sixteen blanks in front: every number's last 16 bytes lie inside the buffer,
     # and eight bytes after the last line end: every token's first 8 bytes lie inside
     a = data[:-len(_TAIL)]
-    space = a <= 32
-    if (a > 126).any():
+    if int(a.max()) > 126:
         raise Unsure  # non-ASCII (or DEL): the line reader decodes and checks it
+    space = a <= 32
+    simple = _single_blanks(data, a, space, ncols)
+    if simple is not None:
+        return simple
     if np.count_nonzero(space) != np.count_nonzero(a == 32) + np.count_nonzero(a == 10) + (
             np.count_nonzero(a == 9) + np.count_nonzero(a == 13)):
         raise Unsure  # a control byte (NUL, vertical tab, ...)
@@ -352,6 +380,30 @@ def _parse_block(data: np.ndarray, ncols: int, at_least: bool) -> Columns:
         raise Unsure
     idx = first[:, None] + np.arange(ncols)
     return Columns(data, starts[idx], ends[idx])
+
+
+def _single_blanks(data: np.ndarray, a: np.ndarray, space: np.ndarray, ncols: int
+                   ) -> Columns | None:
+    """The common layout, found with one search for whitespace: every line is ``ncols``
+    tokens, each followed by a single blank or tab, the last by the line end (no blank
+    lines, no ``\\r``, no blanks at either end of a line). ``None`` when the block is
+    laid out otherwise (the general path below reads it)."""
+    lead = len(_LEAD)
+    if int(np.count_nonzero(space[1:] & space[:-1])) != lead - 1:
+        return None  # whitespace next to whitespace after the lead blanks
+    sep = np.flatnonzero(space)[lead:]
+    if len(sep) == 0 or len(sep) % ncols:
+        return None
+    ends = sep.reshape(-1, ncols)
+    after = a[ends]  # the byte after each token
+    if not bool((after == np.array([32] * (ncols - 1) + [10], dtype=np.uint8)).all()):
+        inner = after[:, :-1]
+        if not (bool((after[:, -1] == 10).all()) and bool(((inner == 32) | (inner == 9)).all())):
+            return None  # a control byte, a "\\r", or lines of another length
+    block = Columns(data, None, ends, lead)
+    if int(np.diff(ends[:, -1], prepend=lead - 1).max()) - 1 > fileio.MAX_LINE_BYTES:
+        raise Unsure  # a line too long: the line reader says where
+    return block
 
 
 def _check_line_lengths(a: np.ndarray) -> None:

@@ -167,11 +167,7 @@ class RunSet:
         group = st_topic[o] * n_runs + st_run[o]
         new_group = np.concatenate(([True], group[1:] != group[:-1])) if len(o) else np.zeros(0, bool)
         base_o = cum_o - cum_o[np.flatnonzero(new_group)][np.cumsum(new_group) - 1]
-        perm = _ramps(st_start[o], size_o)
-        flat_sorted = _ramps((st_run[o] * n_topics + st_topic[o]) * depth + base_o, size_o)
-        base = np.empty_like(base_o)
-        base[o] = base_o
-        flat = _ramps((st_run * n_topics + st_topic) * depth + base, st_size)
+        dest_o = (st_run[o] * n_topics + st_topic[o]) * depth + base_o
         bounds = np.append(cum_o, total)[np.searchsorted(st_topic[o], np.arange(n_topics + 1))]
         # the docids in sorted order, copied stretch by stretch
         run_offset = np.concatenate(([0], np.cumsum([len(a.docids) for _, _, a in runs])))
@@ -181,10 +177,6 @@ class RunSet:
                                for i in o.tolist()]) if total else np.zeros(0, "S1")
         # one code per (topic, docid), in docid order within the topic
         code_s, u_doc, u_bounds = _codes_by_topic(docs, bounds)
-        pair = np.empty(total, dtype=np.int64)
-        pair[perm] = code_s + _ramps(u_bounds[st_topic[o]], size_o, step=0)
-        if _repeated(pair, [len(a.docids) for _, _, a in runs], len(u_doc)):
-            raise Unsure  # a document twice for one topic of one run
         shape = (n_runs, n_topics, depth)
         if lengths.size and int(lengths.min()) == depth:  # no padding: every cell is written
             codes, scores, ranks = np.empty(shape, np.int32), np.empty(shape), np.empty(shape, np.int64)
@@ -192,12 +184,25 @@ class RunSet:
             codes = np.full(shape, PAD_CODE, dtype=np.int32)
             scores = np.full(shape, -np.inf)
             ranks = np.full(shape, np.iinfo(np.int64).max, dtype=np.int64)
-        if total:
-            codes.reshape(-1)[flat_sorted] = code_s
+        codes_f, scores_f, ranks_f = codes.reshape(-1), scores.reshape(-1), ranks.reshape(-1)
+        if len(o) * 64 <= total:
+            # a few long stretches (a run is usually one stretch per topic): slice by slice
+            for d, c, n, i in zip(dest_o.tolist(), cum_o.tolist(), size_o.tolist(), o.tolist()):
+                a, at = runs[run_l[i]][2], local[i]
+                codes_f[d:d + n] = code_s[c:c + n]
+                scores_f[d:d + n] = a.scores[at:at + n]
+                ranks_f[d:d + n] = a.ranks[at:at + n]
+        elif total:
+            codes_f[_ramps(dest_o, size_o)] = code_s
+            base = np.empty_like(base_o)
+            base[o] = base_o
+            flat = _ramps((st_run * n_topics + st_topic) * depth + base, st_size)
             for r, (_, _, a) in enumerate(runs):
                 where = flat[run_offset[r]:run_offset[r + 1]]
-                scores.reshape(-1)[where] = a.scores
-                ranks.reshape(-1)[where] = a.ranks
+                scores_f[where] = a.scores
+                ranks_f[where] = a.ranks
+        if _repeated(codes, lengths, u_bounds):
+            raise Unsure  # a document twice for one topic of one run
         if docs.size == 0 or bool((u_doc.view(np.uint8) < 128).all()):
             words = u_doc.astype(str)
         else:
@@ -307,9 +312,9 @@ def _codes_by_topic(docs: np.ndarray, bounds: np.ndarray
     entries start) by its docid's place in the topic's sorted docids.
     Returns the codes, every topic's docids one after the other,
     and where each topic's start. Docids are hashed to 64 bits and grouped by pandas'
-    hash table one topic at a time (small tables stay in cache); every entry is then
-    compared with its group's representative, and a topic with a collision (never seen
-    in practice) is grouped by an exact sort instead."""
+    hash table one topic at a time (small tables stay in cache); when docids are longer
+    than 8 bytes every entry is then compared with its group's representative, and a
+    topic with a collision (never seen in practice) is grouped by an exact sort instead."""
     words = _words(docs)
     h = words[0] * _MIX
     for w in words[1:]:
@@ -324,8 +329,8 @@ def _codes_by_topic(docs: np.ndarray, bounds: np.ndarray
         c, uniques = pd.factorize(h[lo:hi])
         reps = np.empty(len(uniques), dtype=np.int64)
         reps[c] = np.arange(hi - lo)
-        back = reps[c] + lo
-        if not all(bool((w[back] == w[lo:hi]).all()) for w in words):
+        # one word: the hash is a product with an odd number, one-to-one, so exact
+        if len(words) > 1 and not all(bool((w[reps[c] + lo] == w[lo:hi]).all()) for w in words):
             sorted_docs = docs[lo:hi]
             uniq, c = np.unique(sorted_docs, return_inverse=True)
             first = np.empty(len(uniq), dtype=np.int64)
@@ -354,17 +359,18 @@ def _ramps(first: np.ndarray, sizes: np.ndarray, step: int = 1) -> np.ndarray:
     return np.cumsum(inc, out=inc)
 
 
-def _repeated(pair: np.ndarray, sizes: list[int], n_pairs: int) -> bool:
-    """Whether some run (``sizes``: the runs' entry counts, one after the other) holds
-    one (topic, docid) pair twice: a run's entries mark their pairs, and fewer marks
-    than entries means a repeat."""
-    seen = np.zeros(n_pairs, dtype=bool)
-    at = 0
-    for n in sizes:
-        mine = pair[at:at + n]
-        at += n
+def _repeated(codes: np.ndarray, lengths: np.ndarray, u_bounds: np.ndarray) -> bool:
+    """Whether some run ranks one document twice for one topic: the run's entries mark
+    their (topic, docid) pairs, and fewer marks than entries means a repeat."""
+    seen = np.zeros(int(u_bounds[-1]), dtype=bool)
+    offsets = u_bounds[:-1, None].astype(np.int64)
+    padded = bool(codes.size) and int(lengths.min()) < codes.shape[-1]
+    for r in range(len(codes)):
+        mine = codes[r] + offsets
+        if padded:
+            mine = mine[codes[r] != PAD_CODE]
         seen[mine] = True
-        if int(np.count_nonzero(seen)) != n:
+        if int(np.count_nonzero(seen)) != int(lengths[r].sum()):
             return True
         seen[mine] = False
     return False

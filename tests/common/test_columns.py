@@ -193,3 +193,58 @@ def test_a_plain_file_read_in_place(tmp_path, monkeypatch, text):
         raise Unsure
     monkeypatch.setattr(trecrun, "_bulk_read_run", unsure)
     assert bulk == trecrun.read_run(p) == ("t", {"1": (["a", "b"], [2.5, 1.5])})
+
+
+@pytest.mark.parametrize("sep, single", [(" ", True), ("\t", True), (" \t", False), ("  ", False)])
+def test_every_layout_gives_the_same_columns(tmp_path, sep, single):
+    rng = np.random.default_rng(6)
+    rows = [(f"q{int(t)}", "Q0", f"doc-{int(d)}", str(k), f"{s:.4f}", "tag")
+            for k, (t, d, s) in enumerate(zip(rng.integers(0, 3, 300), rng.integers(0, 10**6, 300),
+                                              rng.normal(size=300)), 1)]
+    p = tmp_path / "r.txt"
+    p.write_text("".join(sep.join(r) + "\n" for r in rows))
+    (block,) = read_columns(p, 6)
+    assert (block.starts is None) == single  # the single-separator path, or the general one
+    assert block.text(0).astype(str).tolist() == [r[0] for r in rows]
+    assert block.text(2).astype(str).tolist() == [r[2] for r in rows]
+    assert block.ints(3).tolist() == [int(r[3]) for r in rows]
+    assert block.floats(4).tolist() == [float(r[4]) for r in rows]
+    assert [block.token(i, j).decode() for i in (0, 1, 299) for j in range(6)] == [
+        r[j] for i in (0, 1, 299) for r in [rows[i]] for j in range(6)]
+    first, values = block.stretches(0)
+    assert [rows[i][0].encode() for i in first.tolist()] == values
+
+
+def test_a_line_too_long_is_unsure_in_the_single_separator_layout(tmp_path, monkeypatch):
+    monkeypatch.setattr(columns.fileio, "MAX_LINE_BYTES", 40)
+    p = tmp_path / "r.txt"
+    p.write_text("1 Q0 d 1 1.0 t\n1 Q0 " + "e" * 40 + " 2 0.5 t\n")
+    with pytest.raises(Unsure):
+        read_columns(p, 6)
+
+
+def test_read_runs_with_long_and_short_stretches_equals_the_line_reader(tmp_path):
+    rng = np.random.default_rng(7)
+    paths = []
+    for r in range(3):
+        lines = []
+        for t in ["3", "1", "2"]:  # long stretches: laid out slice by slice
+            docs = rng.choice(5000, 300 + 100 * r, replace=False)
+            lines += [f"{t} Q0 D{d} {k} {s:.2f} tag{r}"
+                      for k, (d, s) in enumerate(zip(docs, rng.normal(size=len(docs))), 1)]
+        if r == 2:  # every line its own stretch: laid out by index ramps
+            rng.shuffle(lines)
+        p = tmp_path / f"run{r}.txt"
+        p.write_text("\n".join(lines) + "\n")
+        paths.append(p)
+    for group in (paths[:2], paths):
+        bulk = eval_runs.read_runs(group)
+        lines = eval_runs.RunSet.from_rankings(
+            [(lambda tag, per, p=p: (tag, str(p), per))(*eval_runs.read_run_file(p)) for p in group])
+        for name in ("codes", "scores", "ranks", "lengths"):
+            assert np.array_equal(getattr(bulk, name), getattr(lines, name)), name
+        assert bulk.vocab_index == lines.vocab_index
+    bad = tmp_path / "dup.txt"
+    bad.write_text(paths[0].read_text() + "1 Q0 X 9 0.0 tag0\n1 Q0 X 10 0.0 tag0\n")
+    with pytest.raises(eval_runs.EvaluationInputError, match=r"dup.txt, line 902: document 'X' appears twice"):
+        eval_runs.read_runs([bad])

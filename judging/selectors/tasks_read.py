@@ -126,7 +126,7 @@ def task_progress(task: JudgingTask, topic_id: str | None = None, *,
     slots, which the services keep in the transaction that moves a slot into or out of
     ``done``; live leases are read from the index of leased slots (at most the
     assessors' batches)."""
-    from . import sql
+    from .. import sql
 
     now = now or timezone.now()
     one = " AND topic_id = %s" if topic_id is not None else ""
@@ -157,7 +157,7 @@ def assessor_progress(task: JudgingTask, assessor: str, *, now: datetime | None 
     assessor: their current topic, slots done and live leases over the task and within
     that topic, and the item of their latest judgment that counts (None: none). One
     query, over the assessor's own slots."""
-    from . import sql
+    from .. import sql
 
     now = now or timezone.now()
     mine = f"SELECT COUNT(*) FROM {sql.SLOT} s WHERE s.task_id = a.task_id AND s.assessor = %s"
@@ -244,7 +244,7 @@ def task_document(task: JudgingTask, docid: str):
     index of :func:`task_collection`."""
     from retrieval.selectors import document_raw
 
-    from .doctext import document_text
+    from ..doctext import document_text
 
     collection = task_collection(task)
     if collection.status != "ready":

@@ -81,8 +81,10 @@ def _make_task(name: str, topics: int, per_topic: int, k: int, order: str,
     from django.db import transaction
 
     from crowd.models import TopicSet
-    from judging import services
     from judging.models import JudgingItem, JudgingTask, JudgmentSet, TaskTopic
+    from judging.services import SCALES
+    from judging.services.imports import rows_insert
+    from judging.services.judging_tasks import slots_create
     from pooling.models import Pool
 
     ts, _ = TopicSet.objects.get_or_create(name="bench")
@@ -93,7 +95,7 @@ def _make_task(name: str, topics: int, per_topic: int, k: int, order: str,
         jset = JudgmentSet.objects.create(name=name, source="task", topic_set=ts)
         task = JudgingTask.objects.create(
             name=name, pool=pool, judgment_set=jset, mode="intent", scale="trec-web",
-            scale_grades=services.SCALES["trec-web"], redundancy=k, order=order, batch=10,
+            scale_grades=SCALES["trec-web"], redundancy=k, order=order, batch=10,
             lease_minutes=30, items_count=topics * per_topic)
         for t in range(topics):
             flat, offsets = np.zeros(0, np.int64), [0]
@@ -109,10 +111,10 @@ def _make_task(name: str, topics: int, per_topic: int, k: int, order: str,
                 task=task, topic_id=f"T{t:03d}", size=per_topic, intents=["1", "2"],
                 rankings=np.asarray(flat, "<i4").tobytes(),
                 offsets=np.asarray(offsets, "<i4").tobytes())
-        services._rows_insert(JudgingItem, ("task", "topic_id", "docid", "position"), (
+        rows_insert(JudgingItem, ("task", "topic_id", "docid", "position"), (
             (task.pk, f"T{t:03d}", f"T{t:03d}-doc{p:07d}", p)
             for t in range(topics) for p in range(1, per_topic + 1)))
-        services._slots_create(task, k)
+        slots_create(task, k)
     from django.db import connection
 
     with connection.cursor() as cur:

@@ -204,7 +204,7 @@ def intent_scores_from_stored(topic_set: str, tags: list[str], qrels, measure: s
 
 def _stored_specs_and_runs(topic_set: str, tags: list[str], qrels, measure: str):
     from evaluation import measures
-    from evaluation.evaluate_selectors import stored_runs
+    from evaluation.selectors import stored_runs
 
     specs = measures.parse_measures(measure)
     if len(specs) != 1 or specs[0].qrels_kind != "adhoc" or len(specs[0].keys) != 1:

@@ -43,7 +43,7 @@ def _run_tags(topic_set: str, tags) -> list[str]:
 
 def _evaluate(topic_set, tags, measures_text, judgments, qrels, complete, order):
     from evaluation import measures
-    from evaluation.evaluate_selectors import stored_runs
+    from evaluation.selectors import stored_runs
     from evaluation.measures.engine import check_measures
     from evaluation.variability import stored_qrels
 

@@ -47,7 +47,7 @@ def spread(values) -> dict:
 def stored_qrels(*, kind: str, judgments: str | None = None, qrels: str | None = None) -> measures.Qrels:
     """Exactly one of a stored judgment set (labels combined by majority, as
     ``export_qrels`` does) and imported qrels (``import_qrels``), as ``kind`` qrels."""
-    from evaluation.evaluate_selectors import judgment_set_qrels
+    from evaluation.selectors import judgment_set_qrels
 
     if bool(judgments) == bool(qrels):
         raise ValueError("give either a stored judgment set (--judgments) or imported qrels (--qrels)")
@@ -118,7 +118,7 @@ def _variant_rankings(run_id: int) -> tuple[dict, dict]:
 
 
 def _system_runs(topic_set: str) -> list[tuple[str, str, dict]]:
-    from evaluation.evaluate_selectors import stored_runs
+    from evaluation.selectors import stored_runs
     from retrieval.models import Run
     from retrieval.selectors import run_list
 

@@ -15,7 +15,8 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
-from .pools import Contribution, _group, _Scratch
+from .idtables import Scratch, group
+from .pools import Contribution
 
 __all__ = ["PowerLawFit", "mean_growth", "pool_growth", "power_law_fit"]
 
@@ -51,7 +52,7 @@ def pool_growth(
         return np.zeros(idx.size, dtype=np.int64)
     docs = np.concatenate(tops)
     kpos = np.repeat(pos[used], lens)
-    reps, slot = _group(docs, _Scratch())
+    reps, slot = group(docs, Scratch())
     first = np.full(reps.size, idx.size, dtype=np.int64)
     np.minimum.at(first, slot, kpos)
     return np.cumsum(np.bincount(first, minlength=idx.size)[: idx.size])

@@ -54,6 +54,9 @@ import numpy as np
 
 from crowd.naturalsort import natural_key
 
+from . import idtables
+from .idtables import ID_TABLE_MAX, Scratch, group
+
 __all__ = [
     "Contribution",
     "ID_TABLE_MAX",
@@ -75,10 +78,6 @@ _STRATEGIES = ("depth", "rbp")
 MAX_DEPTH = 10_000
 MAX_BUDGET = 10_000_000
 _SCOPES = ("topic", "global")
-#: Ids below this bound are grouped with an id-indexed scratch table (O(n), no
-#: sort); larger ids fall back to np.unique (a sort).
-ID_TABLE_MAX = 1 << 25
-_TABLE_MAX = ID_TABLE_MAX
 
 # distinct docids of each topic -> ids in docid string order (pool_compute)
 StringOrder = Callable[[list[np.ndarray]], Iterable[np.ndarray]]
@@ -201,69 +200,12 @@ def _rank_units(p: float, n: int) -> np.ndarray:
     return (1.0 - p) * np.power(p, r)
 
 
-class _Scratch:
-    """Reusable id-indexed tables (allocated lazily; np.empty touches no memory)."""
-
-    def __init__(self) -> None:
-        self.tables: dict = {}
-
-    def get(self, name: str, size: int, dtype) -> np.ndarray:
-        t = self.tables.get(name)
-        if t is None or t.size < size or t.dtype != dtype:
-            # boolean tables start all False and are restored by their users
-            alloc = np.zeros if dtype == np.bool_ else np.empty
-            t = alloc(max(size, 1024), dtype=dtype)
-            self.tables[name] = t
-        return t
-
-    def grid(self, n: int, L: int) -> tuple[np.ndarray, np.ndarray]:
-        """(rank0, ranking index) of the rank-major entries of an n x L matrix (cached)."""
-        key = ("grid", n, L)
-        g = self.tables.get(key)  # type: ignore[call-overload]
-        if g is None:
-            g = (
-                np.repeat(np.arange(L, dtype=np.int32), n),
-                np.tile(np.arange(n, dtype=np.intp), L),
-            )
-            self.tables[key] = g  # type: ignore[index]
-        return g
-
-
-def _group(keys: np.ndarray, scratch: _Scratch) -> tuple[np.ndarray, np.ndarray]:
-    """Group equal non-negative keys: (one representative entry per group, group of every
-    entry), groups numbered in entry order of their representatives.
-
-    With a table ``T``: ``T[keys] = i`` leaves in ``T[k]`` the index of *some* entry
-    holding ``k`` (which one does not matter), so each key has exactly one entry
-    ``i`` with ``T[keys[i]] == i``.  O(n), no sort.  Keys beyond ``_TABLE_MAX``
-    are grouped with ``np.unique`` instead.
-    """
-    n = keys.size
-    if n == 0:
-        return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp)
-    hi = int(keys.max()) + 1
-    if hi > _TABLE_MAX or n >= (1 << 31):
-        _, first, inv = np.unique(keys, return_index=True, return_inverse=True)
-        order = np.argsort(first, kind="stable")
-        gid = np.empty_like(order)
-        gid[order] = np.arange(order.size)
-        return first[order], gid[inv.reshape(-1)]
-    table = scratch.get("group", hi, np.int32)
-    idx = np.arange(n, dtype=np.int32)
-    table[keys] = idx
-    rep = table[keys]
-    reps = np.flatnonzero(rep == idx)
-    gid = np.empty(n, dtype=np.intp)
-    gid[reps] = np.arange(reps.size)
-    return reps, gid[rep]
-
-
 def _has_repeat_within_ranking(
-    slot: np.ndarray, k: np.ndarray, nslots: int, nrank: int, scratch: _Scratch
+    slot: np.ndarray, k: np.ndarray, nslots: int, nrank: int, scratch: Scratch
 ) -> bool:
     """True if some ranking holds some document twice (two entries, same (k, slot))."""
     size = nslots * nrank
-    if size <= _TABLE_MAX:
+    if size <= idtables.TABLE_MAX:
         mark = scratch.get("mark", size, np.bool_)  # all False between calls
         key = slot * nrank
         key += k
@@ -286,7 +228,7 @@ def _canonical(contribs: Sequence[Contribution], depth: int) -> list[Contributio
 
 
 def _entries(
-    arrays: Sequence[np.ndarray], depth: int, scratch: "_Scratch | None" = None
+    arrays: Sequence[np.ndarray], depth: int, scratch: "Scratch | None" = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Rank-major entries of the top-``depth`` of each array: (docs, rank0, ranking index)."""
     n = len(arrays)
@@ -299,7 +241,7 @@ def _entries(
     if np.all(lens == L):
         mat = np.stack(tops)  # n x L
         docs = mat.T.reshape(-1)  # rank-major
-        rank0, k = (scratch or _Scratch()).grid(n, L)
+        rank0, k = (scratch or Scratch()).grid(n, L)
         return docs, rank0, k
     mat = np.full((n, L), -1, dtype=np.int64)
     for i, t in enumerate(tops):
@@ -353,7 +295,7 @@ def _topic_pool(
     contribs: Sequence[Contribution],
     depth: int,
     p: float,
-    scratch: _Scratch | None = None,
+    scratch: Scratch | None = None,
     budget: int | None = None,
     strategy: str = "rbp",
 ) -> TopicPool:
@@ -372,16 +314,16 @@ def _topic_arrays(
     contribs: Sequence[Contribution],
     depth: int,
     p: float,
-    scratch: _Scratch | None,
+    scratch: Scratch | None,
 ) -> TopicPool:
     """The topic's pool, not yet in priority order."""
-    scratch = scratch or _Scratch()
+    scratch = scratch or Scratch()
     cs = _canonical(contribs, depth)
     nrank = len(cs)
     docs, rank0, k = _entries([c.docids for c in cs], depth, scratch)
     cw = np.fromiter((c.weight for c in cs), dtype=np.float64, count=nrank)
     is_user = np.fromiter((c.source == "user" for c in cs), dtype=bool, count=nrank)
-    first, slot = _group(docs, scratch)
+    first, slot = group(docs, scratch)
     n = first.size
     if n and _has_repeat_within_ranking(slot, k, n, nrank, scratch):
         raise ValueError(
@@ -506,7 +448,7 @@ def pool_compute(
         if not isinstance(c, Contribution):
             raise TypeError(f"expected Contribution, got {type(c).__name__}")
         by_topic.setdefault(c.topic_id, []).append(c)
-    scratch = _Scratch()
+    scratch = Scratch()
     topics = sorted(by_topic, key=natural_key)
     if string_order is None and (budget is None or budget_scope == "topic"):
         return {t: _topic_pool(t, by_topic[t], depth, p, scratch, budget, strategy)

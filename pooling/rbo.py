@@ -61,6 +61,7 @@ import threading
 from typing import NamedTuple, Sequence
 
 import numpy as np
+from cachetools import LRUCache
 
 __all__ = ["RBOBatch", "RBOResult", "rbo", "rbo_batch", "tie_groups"]
 
@@ -283,8 +284,9 @@ def rbo(
 # Classic RBO (no ties) in closed form: one sort and a few table look-ups.
 # ----------------------------------------------------------------------------
 
-_tables: dict[float, tuple] = {}
-_TABLES_MAX = 32  # distinct p values kept
+_TABLES_MAX = 32  # distinct p values kept (least recently used dropped first)
+_tables: LRUCache[float, tuple] = LRUCache(maxsize=_TABLES_MAX)
+_tables_lock = threading.Lock()  # threads of one process share the tables
 _TAIL_MAX = 1 << 21  # longest tail summed term by term (p up to ~0.99998)
 
 
@@ -298,7 +300,8 @@ def _powers(p: float, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.nd
     p so close to 1 that this needs more than ``_TAIL_MAX`` extra terms, the difference
     is used.
     """
-    t = _tables.get(p)
+    with _tables_lock:
+        t = _tables.get(p)
     if t is not None and t[0].size >= n:
         return t
     size = max(1024, 2 * n)
@@ -315,9 +318,8 @@ def _powers(p: float, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.nd
         np.cumsum(w[: size - 1], out=T[1:])
         T[:] = -math.log1p(-p) - T
     t = (d[:size], pd[:size], w[:size], T)
-    if len(_tables) >= _TABLES_MAX:
-        _tables.clear()
-    _tables[p] = t
+    with _tables_lock:
+        _tables[p] = t
     return t
 
 

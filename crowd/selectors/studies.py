@@ -31,6 +31,18 @@ def study_get_by_slug(slug: str) -> Study:
     return Study.from_db("default", _STUDY_FIELDS, rows[0])
 
 
+def _participant_query(study_id, worker_id):
+    return (Participant.objects.filter(study_id=study_id, worker_id=worker_id).order_by()
+            .values_list(*_PARTICIPANT_FIELDS))
+
+
+def participant_get(*, study_id: int, worker_id: str) -> Participant | None:
+    """The participant for ``worker_id`` in the study, if any (one prepared query)."""
+    rows = compiled_query("participant_get", _participant_query, (study_id, worker_id),
+                          (-7301, "\x01worker"))
+    return Participant.from_db("default", _PARTICIPANT_FIELDS, rows[0]) if rows else None
+
+
 def _session_query(participant_id, token, slug):
     return (
         Participant.objects.filter(pk=participant_id, session_token=token, study__slug=slug)

@@ -31,7 +31,12 @@ from crowd.models import (
     TopicSet,
 )
 from crowd.normalise import normalise_query
-from crowd.selectors.studies import ItemPage, item_page_from_rows, item_page_query
+from crowd.selectors.studies import (
+    ItemPage,
+    item_page_from_rows,
+    item_page_query,
+    participant_get,
+)
 from crowd.services.topics import spell_checked, topic_vocabularies
 
 class StudyError(Exception):
@@ -146,19 +151,6 @@ def participant_arrive(*, study: Study, platform: str, worker_id: str, session_t
 _ARRIVE_SUFFIX = ' ON CONFLICT ("study_id", "worker_id") DO NOTHING RETURNING "id"'
 
 
-def _participant_query(study_id, worker_id):
-    return (Participant.objects.filter(study_id=study_id, worker_id=worker_id).order_by()
-            .values_list(*_PARTICIPANT_FIELDS))
-
-
-def participant_get(*, study_id: int, worker_id: str) -> Participant | None:
-    """The participant for ``worker_id`` in the study, if any (one prepared query)."""
-    rows = compiled_query("participant_get", _participant_query, (study_id, worker_id),
-                          (-7301, "\x01worker"))
-    return Participant.from_db("default", _PARTICIPANT_FIELDS, rows[0]) if rows else None
-
-
-_PARTICIPANT_FIELDS = [f.attname for f in Participant._meta.concrete_fields]
 ACCOUNT_PREFIX = "account:"  # worker ids of signed-in accounts; never taken from a URL
 _PLACEHOLDER_CHARS = frozenset("{}%<>$")
 

@@ -1,4 +1,6 @@
-"""Runs, qrels and intent probabilities read into arrays for evaluation. No Django here.
+"""One concept: the evaluator's input files (runs, qrels, intent probabilities) as arrays.
+
+Runs, qrels and intent probabilities read into arrays for evaluation. No Django here.
 
 A :class:`RunSet` holds several runs over the same topics as padded arrays: for run ``r``,
 topic ``t`` and position ``i`` in the file, ``codes[r, t, i]`` is the document's code in the
@@ -12,6 +14,9 @@ Readers accept ``.gz`` or plain text. Runs and qrels are read in bulk
 columns); a file the bulk reader does not vouch for, or one that fails a check, is read
 again line by line, which stops at the first bad line with :class:`InputError`
 naming the file and the line.
+
+The three readers share that reading path, the error class and the docid codes the
+measures index grades with, so they are kept together rather than split by file kind.
 """
 from __future__ import annotations
 

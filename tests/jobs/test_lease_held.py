@@ -41,6 +41,7 @@ def _still_held_by_the_second_claim(model, pk, second):
 def test_a_chunk_taken_over_discards_its_rankings(settings, monkeypatch):
     from retrieval import services
     from retrieval.models import Collection, Ranking, Run, RunChunk, RunQuery
+    from retrieval.services import runs
 
     settings.RETRIEVAL_CHUNK_SIZE = 10
     Collection.objects.create(name="c", format="trec", source_path="x", status="ready",
@@ -54,20 +55,20 @@ def test_a_chunk_taken_over_discards_its_rankings(settings, monkeypatch):
     for key in chunk.keys:
         Ranking.objects.create(key=key, docids=b"", scores=b"")
     taken = []
-    vocabulary_ids = services._vocabulary_ids
+    vocabulary_ids = runs.vocabulary_ids
 
     def stalls_then_looks_up(strings):  # after the search, before the result commits
         taken.append(_take_over(RunChunk, chunk.pk))
         return vocabulary_ids(strings)
 
-    monkeypatch.setattr(services, "_vocabulary_ids", stalls_then_looks_up)
+    monkeypatch.setattr(runs, "vocabulary_ids", stalls_then_looks_up)
     assert services.chunk_retrieve(chunk.pk) == 0
     _still_held_by_the_second_claim(RunChunk, chunk.pk, taken[0])
     assert not RunQuery.objects.filter(run=run, ranking__isnull=False).exists()
     assert Run.objects.get(pk=run.pk).status == "running"
     # the claim that holds it commits its own result
-    monkeypatch.setattr(services, "_vocabulary_ids", vocabulary_ids)
-    assert services._chunk_search_store(chunk, run, taken[0]) == 0
+    monkeypatch.setattr(runs, "vocabulary_ids", vocabulary_ids)
+    assert runs._chunk_search_store(chunk, run, taken[0]) == 0
     run.refresh_from_db()
     assert (run.status, run.completed) == ("done", 2)
     assert RunChunk.objects.get(pk=chunk.pk).status == "done"

@@ -14,6 +14,7 @@ from crowd.models import Topic, TopicSet
 from jobs import leases
 from jobs.services import reconcile_all
 from retrieval import services
+from retrieval.services import runs
 from retrieval.models import Collection, Ranking, Run, RunChunk
 from tests.workers import require_postgresql
 
@@ -47,7 +48,7 @@ def test_two_chunks_committing_together_leave_the_run_done(run_of_two_chunks, mo
     counted_both = threading.Barrier(2)
     committing = threading.local()
     waited = []
-    held, count = leases.held, services._runs_count
+    held, count = leases.held, runs._runs_count
 
     def held_then_wait(model, pk, holder):  # each chunk's result transaction, lease checked
         ok = held(model, pk, holder)
@@ -66,7 +67,7 @@ def test_two_chunks_committing_together_leave_the_run_done(run_of_two_chunks, mo
         return counted
 
     monkeypatch.setattr(leases, "held", held_then_wait)
-    monkeypatch.setattr(services, "_runs_count", count_then_wait)
+    monkeypatch.setattr(runs, "_runs_count", count_then_wait)
     errors = []
 
     def finish(chunk_id):

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from judging import priority, selectors, services
+from judging.services import adaptive
 from judging.models import JudgingItem, JudgingSlot, Label, TaskTopic
 
 from .conftest import make_pool
@@ -28,7 +29,7 @@ def full_replay(task, topic, k=None):
 
 
 def cached_replay(task, topic, k=None):
-    entry = services._topic_replay(task, topic)
+    entry = adaptive._topic_replay(task, topic)
     changed = entry.sync(task, topic)
     assert entry.known == selectors.topic_relevance_known(task, topic)
     return list(islice(entry.replay.items(dict(entry.known), changed), k))
@@ -36,7 +37,7 @@ def cached_replay(task, topic, k=None):
 
 @pytest.mark.parametrize("order", ["mtf", "bandit-discounted", "hedge"])
 def test_cached_order_equals_full_replay_through_submits_revisions_and_undos(tmp_path, order):
-    services._adaptive_cache.clear()
+    adaptive._adaptive_cache.clear()
     pool = make_pool(tmp_path, topics=("1",), docs=25)
     task = services.judging_task_create(pool=pool, name="t", mode="intent", redundancy=2,
                                         batch=2, lease_minutes=30, order=order)
@@ -72,7 +73,7 @@ def test_cached_order_equals_full_replay_through_submits_revisions_and_undos(tmp
         assert cached_replay(task, "1") == full_replay(task, "1"), step
     assert kinds == {"revise", "undo", "cannot"}
     assert Label.objects.filter(withdrawn=True).exists()
-    entry = services._topic_replay(task, "1")
+    entry = adaptive._topic_replay(task, "1")
     assert entry.replay.full_replays < 60  # most leases resumed from the frontier
 
 
@@ -80,7 +81,7 @@ def test_judgments_written_elsewhere_are_seen(small_pool):
     """Another process's writes reach this process only through the database: labels
     written directly (a judgment, one committed late with an id below one already read,
     an undo) must all change the cached order."""
-    services._adaptive_cache.clear()
+    adaptive._adaptive_cache.clear()
     task = services.judging_task_create(pool=small_pool, name="t", mode="topic",
                                         redundancy=1, batch=1, lease_minutes=30, order="mtf")
     first = services.batch_lease(task, "a")[0]

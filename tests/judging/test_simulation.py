@@ -210,7 +210,7 @@ def test_simulate_judging_tau_curve(tmp_path):
     under the judgments so far, compared with the full judgment set's ordering. Once the
     whole pool is judged (and every relevant document is pooled) the orderings agree."""
     from evaluation import measures
-    from evaluation.evaluate_selectors import stored_runs
+    from evaluation.selectors import stored_runs
     from evaluation.ranking import correlations
     from pooling.selectors import pool_docids_by_topic
 

@@ -264,10 +264,10 @@ def test_sorting_fallback_gives_the_same_pool(spec, depth, p):
     """Ids beyond the scratch-table bound are grouped by sorting: same result."""
     from unittest import mock
 
-    from pooling import pools as pools_module
+    from pooling import idtables
 
     a = pool_compute(_contribs(spec), depth=depth, p=p).get("t")
-    with mock.patch.object(pools_module, "_TABLE_MAX", 0):
+    with mock.patch.object(idtables, "TABLE_MAX", 0):
         b = pool_compute(_contribs(spec), depth=depth, p=p).get("t")
     if a is None:
         assert b is None

@@ -10,6 +10,7 @@ import time
 from datetime import timedelta
 
 import pytest
+from cachetools import LRUCache
 from django.core.management import call_command
 from django.utils import timezone
 
@@ -18,7 +19,7 @@ from pooling.models import Pool
 from jobs import leases
 from jobs.services import reconcile_all
 from pooling.services import pool_build, pool_create
-from retrieval import services
+from retrieval.services import runs, vocabulary
 from retrieval.models import Collection, Run, RunChunk
 from retrieval.services import chunk_fail, chunk_retrieve, run_create
 
@@ -170,7 +171,7 @@ def test_a_transient_error_requeues_and_exhausted_retries_fail(run):
 
 def test_run_counters_are_recounted_from_rows(run):
     Run.objects.filter(pk=run.pk).update(tasks_done=57, completed=3, status="running")
-    services._runs_refresh([run.pk])
+    runs._runs_refresh([run.pk])
     run.refresh_from_db()
     assert (run.status, run.completed, run.tasks_done, run.tasks_total) == ("queued", 0, 0, 2)
 
@@ -274,16 +275,16 @@ def test_pool_create_records_the_wakeup(empty_pool, django_capture_on_commit_cal
 
 
 def test_docid_cache_full_starts_again_without_losing_ids(monkeypatch):
-    monkeypatch.setattr(services, "_VOCAB_CACHE_MAX", 3)
-    first = services._vocabulary_ids({"a", "b"})
+    monkeypatch.setattr(vocabulary, "_vocab_cache", LRUCache(maxsize=3))
+    first = vocabulary.vocabulary_ids({"a", "b"})
     # "a" is cached, "c" and "d" are new, and together they pass the limit: the cache is
     # emptied, and "a" must still come back (it raised KeyError before)
-    second = services._vocabulary_ids({"a", "c", "d"})
+    second = vocabulary.vocabulary_ids({"a", "c", "d"})
     assert set(second) == {"a", "c", "d"} and second["a"] == first["a"]
-    assert len(services._vocab_cache) <= 3
-    third = services._vocabulary_ids({"a", "b", "c", "d", "e"})
+    assert len(vocabulary._vocab_cache) <= 3
+    third = vocabulary.vocabulary_ids({"a", "b", "c", "d", "e"})
     assert third["b"] == first["b"] and len(set(third.values())) == 5
-    assert services._vocabulary_ids({"a"}) == {"a": first["a"]}  # a subset, not the cache
+    assert vocabulary.vocabulary_ids({"a"}) == {"a": first["a"]}  # a subset, not the cache
 
 
 @pytest.mark.django_db(transaction=True)

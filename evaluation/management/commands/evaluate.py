@@ -5,7 +5,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from common.fileio import InputError
 from common.manifest_command import ManifestMixin, add_out_argument
-from evaluation import evaluate_selectors
+from evaluation import selectors
 from evaluation.measures import (RunSet, evaluate_runs, parse_measures,
                                  read_intent_probabilities, read_qrels, read_runs)
 from evaluation.measures.engine import check_measures
@@ -55,7 +55,7 @@ class Command(ManifestMixin, BaseCommand):
             if o["qrels"]:
                 qrels = read_qrels(o["qrels"], o["qrels_format"])
             else:
-                qrels = evaluate_selectors.judgment_set_qrels(o["judgments"], o["qrels_format"])
+                qrels = selectors.judgment_set_qrels(o["judgments"], o["qrels_format"])
             check_measures(specs, qrels.kind, bool(o["intent_probabilities"]))
             probs = read_intent_probabilities(o["intent_probabilities"]) if o["intent_probabilities"] else None
             runs = read_runs(o["run"]) if o["run"] and not (
@@ -99,6 +99,6 @@ class Command(ManifestMixin, BaseCommand):
             tag, per = read_run_file(path)
             runs.append((tag, str(path), per))
         if o["topic_set"]:
-            runs += evaluate_selectors.stored_runs(topic_set=o["topic_set"], tags=o["tag"],
+            runs += selectors.stored_runs(topic_set=o["topic_set"], tags=o["tag"],
                                                    collection=o["collection"], model=o["model"])
         return runs

@@ -7,7 +7,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from evaluation.evaluate_selectors import stored_runs
+from evaluation.selectors import stored_runs
 from evaluation.judged_enough import MEASURES, tau_curve
 from common.fileio import InputError
 from judging.analysis import ORDERS, judging_simulation, stop_simulation

@@ -1,15 +1,9 @@
-"""Reads of the judging app: judgment sets, qrels lines, tasks, progress, rankings.
-
-Contract for pages and commands: getters raise ``ValueError`` naming what is known when
-the name is unknown; nothing returns ``None`` on failure. Labels that count are the
-``current`` ones (the latest revision not withdrawn) with a grade (a label the assessor
-could not judge has none).
-"""
+"""Reads of tasks: lists and links, the relevance the queue and the stopping rule read,
+progress, the pool's contributing rankings, and what the judging pages show."""
 from __future__ import annotations
 
 from collections import defaultdict
-from datetime import datetime, timezone as dt_timezone
-from typing import Iterator, NamedTuple
+from datetime import datetime
 
 import numpy as np
 from django.db.models import Count, Q
@@ -17,24 +11,8 @@ from django.utils import timezone
 
 from common import sql
 
-from . import aggregate as agg
-from .labelfiles import QrelsLine
-from .models import (ASSESSOR_TABLE, LABEL_TABLE, NO_INTENT, SLOT_TABLE, TOPIC_TABLE,
-                     JudgingSlot, JudgingTask, JudgmentSet, Label, TaskTopic)
-
-EXPORT_FORMATS = ("adhoc", "diversity", "ndeval", "raw")
-
-
-def judgment_set_list():
-    return JudgmentSet.objects.all()
-
-
-def judgment_set_get(name: str) -> JudgmentSet:
-    try:
-        return JudgmentSet.objects.get(name=name)
-    except JudgmentSet.DoesNotExist:
-        known = ", ".join(JudgmentSet.objects.values_list("name", flat=True)[:20]) or "none"
-        raise ValueError(f"no judgment set named {name!r} (known: {known})") from None
+from ..models import (ASSESSOR_TABLE, LABEL_TABLE, SLOT_TABLE, TOPIC_TABLE,
+                     JudgingSlot, JudgingTask, Label, TaskTopic)
 
 
 # MTurk appends the worker, HIT and assignment ids (Prolific's placeholders: the crowd's)
@@ -88,86 +66,6 @@ def task_get(name: str) -> JudgingTask:
         known = ", ".join(JudgingTask.objects.values_list("name", flat=True)[:20]) or "none"
         raise ValueError(f"no judging task named {name!r} (known: {known})") from None
 
-
-# --- labels and qrels ----------------------------------------------------------------------
-
-
-def current_labels(jset: JudgmentSet) -> dict[tuple[str, str, str], list[tuple[str, int]]]:
-    """``{(topic, intent, docid): [(assessor, grade), …]}`` of the labels that count, keys
-    in the order of their earliest stored label that counts (file order for imports)."""
-    out: dict[tuple[str, str, str], list[tuple[str, int]]] = {}
-    rows = (Label.objects.filter(judgment_set=jset, current=True, grade__isnull=False)
-            .order_by("id").values_list("topic_id", "intent_id", "docid", "assessor", "grade"))
-    for t, i, d, a, g in rows.iterator(chunk_size=10000):
-        out.setdefault((t, i, d), []).append((a, g))
-    return out
-
-
-def qrels_lines(jset: JudgmentSet, fmt: str, *, aggregate: str = "majority",
-                adhoc_intent: str | None = None) -> list[QrelsLine]:
-    """The qrels of a judgment set, one line per (topic, intent, docid) in the order of
-    :func:`current_labels`, the K labels combined by ``aggregate`` (:mod:`judging.aggregate`).
-
-    ``diversity``: ``topic intent docid grade`` for the labels made per intent.
-    ``ndeval``: the same with negative grades (junk) as 0 and dropping every (topic,
-    intent) with no grade above 0 — how NIST made ``qrels-for-ndeval.txt``.
-    ``adhoc``: ``topic 0 docid grade`` from the labels made against the topic as a whole,
-    or with ``adhoc_intent`` from that intent's labels (NIST's ``qrels.adhoc.txt`` is
-    intent 1 of ``qrels.diversity.txt``).
-    """
-    if fmt not in ("adhoc", "diversity", "ndeval"):
-        raise ValueError(f"qrels format must be adhoc, diversity or ndeval, not {fmt!r}")
-    agg.check_rule(aggregate)
-    if adhoc_intent is not None and fmt != "adhoc":
-        raise ValueError("--adhoc-intent is only for --format adhoc")
-    labels = current_labels(jset)
-    if fmt == "adhoc":
-        want = NO_INTENT if adhoc_intent in (None, "0", "") else str(adhoc_intent)
-        labels = {k: v for k, v in labels.items() if k[1] == want}
-        if not labels:
-            raise ValueError(
-                f"judgment set {jset.name!r} has no labels "
-                + ("for the topic as a whole; give --adhoc-intent I" if want == NO_INTENT
-                   else f"for intent {want!r}"))
-    else:
-        labels = {k: v for k, v in labels.items() if k[1] != NO_INTENT}
-        if not labels:
-            raise ValueError(f"judgment set {jset.name!r} has no per-intent labels; "
-                             "export it as adhoc")
-    grades = agg.aggregate(labels, aggregate)
-    lines = []
-    for (t, i, d), g in grades.items():
-        if fmt == "adhoc":
-            lines.append(QrelsLine(t, "0", d, g))
-        elif fmt == "ndeval":
-            lines.append(QrelsLine(t, i, d, max(g, 0)))
-        else:
-            lines.append(QrelsLine(t, i, d, g))
-    if fmt == "ndeval":
-        relevant = {(line.topic_id, line.second) for line in lines if line.grade > 0}
-        lines = [line for line in lines if (line.topic_id, line.second) in relevant]
-    return lines
-
-
-def raw_rows(jset: JudgmentSet) -> Iterator[tuple]:
-    """Every label with its history, in the order stored (columns of
-    :data:`judging.labelfiles.RAW_COLUMNS`)."""
-    rows = (Label.objects.filter(judgment_set=jset).order_by("id").values_list(
-        "topic_id", "intent_id", "docid", "assessor", "grade", "seconds", "created",
-        "revision", "current", "cannot_judge", "simulated"))
-    for t, i, d, a, g, s, c, r, cur, cj, sim in rows.iterator(chunk_size=10000):
-        yield (t, i or "0", d, a, g, s, c.astimezone(dt_timezone.utc).isoformat(), r,
-               int(cur), " ".join(cj.split()), int(sim))
-
-
-def relevance_by_topic(jset: JudgmentSet) -> dict[str, set[str]]:
-    """``{topic: {docid, …}}`` of documents relevant to the topic: some intent (or the
-    topic itself) has an aggregated (majority) grade above 0."""
-    out: dict[str, set[str]] = defaultdict(set)
-    for (t, _i, d), g in agg.aggregate(current_labels(jset), "majority").items():
-        if g > 0:
-            out[t].add(d)
-    return out
 
 
 def topic_relevance_known(task: JudgingTask, topic_id: str) -> dict[int, bool]:
@@ -391,7 +289,7 @@ def task_document(task: JudgingTask, docid: str):
     title, fields, paragraphs), read from the index of :func:`task_collection`."""
     from retrieval.selectors import document_raw
 
-    from .docfields import readable_document
+    from ..docfields import readable_document
 
     collection = task_collection(task)
     if collection.status != "ready":
@@ -471,7 +369,7 @@ def assessor_item_labels(task: JudgingTask, assessor: str, item_id: int) -> dict
 
 
 def task_item_get(task: JudgingTask, item_id: int):
-    from .models import JudgingItem
+    from ..models import JudgingItem
 
     try:
         return JudgingItem.objects.get(task=task, pk=item_id)
@@ -526,125 +424,11 @@ def task_intent_stats(task: JudgingTask) -> list[dict]:
     return list(rows)
 
 
-# --- crowd publication: gold items and a worker's standing ---------------------------------
-
-
-class GoldItem(NamedTuple):
-    topic_id: str
-    docid: str
-    expected: dict  # {intent id ("" = the topic): grade}
-
-
-_gold_cache: dict[tuple[int, int, int], list[GoldItem]] = {}
-
-
-def gold_items(task: JudgingTask) -> list[GoldItem]:
-    """The documents of the task's gold judgment set that can be shown as gold items: of
-    a topic of the task, with the set's (majority) grade for the intents the task grades —
-    in topic and user modes the topic-level grade, else the largest grade of its intents.
-    Cached per process (judgment sets are imported whole and never change)."""
-    if task.gold_set_id is None:
-        return []
-    key = (task.pk, task.gold_set_id, task.gold_set.labels_count)
-    if key in _gold_cache:
-        return _gold_cache[key]
-    from .models import TaskTopic
-
-    intents = dict(TaskTopic.objects.filter(task=task).values_list("topic_id", "intents"))
-    by_doc: dict[tuple[str, str], dict[str, int]] = {}
-    for (t, i, d), g in agg.aggregate(current_labels(task.gold_set), "majority").items():
-        if t in intents:
-            by_doc.setdefault((t, d), {})[i] = g
-    out = []
-    for (t, d), grades in by_doc.items():
-        if task.mode == JudgingTask.MODE_INTENT:
-            expected = {i: grades[i] for i in intents[t] if i in grades}
-        elif NO_INTENT in grades:
-            expected = {NO_INTENT: grades[NO_INTENT]}
-        else:
-            expected = {NO_INTENT: max(grades.values())}
-        if expected:
-            out.append(GoldItem(t, d, expected))
-    _gold_cache[key] = out
-    return out
-
-
-def gold_passed(expected: dict, grades: dict) -> bool:
-    """A gold answer passes when, for every intent the gold set grades, the worker agrees
-    on relevance (grade above 0, or not); a document the worker could not judge fails."""
-    for intent, want in expected.items():
-        got = grades.get(intent)
-        if got is None or (int(got) > 0) != (want > 0):
-            return False
-    return True
-
-
-def crowd_worker_status(task: JudgingTask, assessor: str) -> dict:
-    """``{"judged", "gold_seen", "gold_passed", "accuracy", "status"}`` of a crowd worker:
-    ``completed`` after ``task.crowd_judgments`` judgments with gold accuracy at least
-    ``task.gold_min_accuracy`` (and at least one gold item when the task uses gold),
-    ``failed`` when the accuracy falls short then, else ``working``."""
-    from .models import GoldAnswer
-
-    judged = JudgingSlot.objects.filter(task=task, assessor=assessor,
-                                        state=JudgingSlot.DONE).count()
-    gold = list(GoldAnswer.objects.filter(task=task, assessor=assessor)
-                .values_list("passed", flat=True))
-    seen, passed = len(gold), sum(gold)
-    accuracy = passed / seen if seen else None
-    status = "working"
-    uses_gold = task.gold_set_id is not None and task.gold_rate > 0
-    if task.crowd_judgments and judged >= task.crowd_judgments:
-        if not uses_gold:
-            status = "completed"
-        elif seen:
-            status = "completed" if accuracy >= task.gold_min_accuracy else "failed"
-    return {"judged": judged, "gold_seen": seen, "gold_passed": passed,
-            "accuracy": accuracy, "status": status}
-
-
-def gold_next(task: JudgingTask, assessor: str, status: dict) -> GoldItem | None:
-    """The gold item to show the worker now, or None. Gold items make up ``gold_rate`` of
-    the pages: the n-th page (1-based) is gold when the worker has seen fewer than
-    ⌊n × rate⌋; a worker who reached the judgments needed with no gold yet gets one. Each
-    worker sees the gold items in an order of their own (a hash of worker and document)."""
-    import hashlib
-    import math
-
-    from .models import GoldAnswer
-
-    if task.gold_set_id is None or task.gold_rate <= 0:
-        return None
-    n = status["judged"] + status["gold_seen"] + 1
-    due = status["gold_seen"] < math.floor(n * task.gold_rate + 1e-9) or (
-        task.crowd_judgments and status["judged"] >= task.crowd_judgments
-        and status["gold_seen"] == 0)
-    if not due:
-        return None
-    answered = set(GoldAnswer.objects.filter(task=task, assessor=assessor)
-                   .values_list("topic_id", "docid"))
-    left = [g for g in gold_items(task) if (g.topic_id, g.docid) not in answered]
-    if not left:
-        return None
-    return min(left, key=lambda g: hashlib.sha256(
-        f"{assessor}\t{g.topic_id}\t{g.docid}".encode()).hexdigest())
-
-
-def task_gold_accuracy(task: JudgingTask) -> list[dict]:
-    """Per worker: gold answers seen and passed, and the accuracy."""
-    from .models import GoldAnswer
-
-    rows = (GoldAnswer.objects.filter(task=task).values("assessor")
-            .annotate(seen=Count("id"), passed=Count("id", filter=Q(passed=True)))
-            .order_by("assessor"))
-    return [{**r, "accuracy": r["passed"] / r["seen"]} for r in rows]
-
-
 def task_agreement(task: JudgingTask) -> list[dict]:
     """Agreement so far between each pair of the task's assessors over the (topic, intent,
     document) units both graded (current labels with a grade); see
     :func:`judging.overlap.pairwise_agreement`."""
-    from .overlap import pairwise_agreement
+    from ..overlap import pairwise_agreement
 
     grades: dict[str, dict[tuple, int]] = defaultdict(dict)
     rows = (Label.objects.filter(judgment_set_id=task.judgment_set_id, current=True,

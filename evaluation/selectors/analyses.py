@@ -1,7 +1,7 @@
 """Reads of the evaluation app's own rows (analyses recorded for the pages)."""
 from __future__ import annotations
 
-from .models import Analysis
+from ..models import Analysis
 
 
 def analysis_list(kind: str | None = None):

@@ -80,10 +80,10 @@ def _make_task(name: str, topics: int, per_topic: int, k: int, order: str,
                rankings: int = 0, depth: int = 0, seed: int = 0) -> None:
     from django.db import transaction
 
-    from crowd.models import TopicSet
     from judging import services
     from judging.models import JudgingItem, JudgingTask, JudgmentSet, TaskTopic
     from pooling.models import Pool
+    from topics.models import TopicSet
 
     ts, _ = TopicSet.objects.get_or_create(name="bench")
     pool, _ = Pool.objects.get_or_create(name="bench", defaults=dict(

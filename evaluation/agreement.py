@@ -49,7 +49,7 @@ import krippendorff
 import numpy as np
 import pandas as pd
 
-from crowd.naturalsort import natural_key
+from common.naturalsort import natural_key
 
 __all__ = [
     "COLUMNS",

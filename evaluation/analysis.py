@@ -40,7 +40,7 @@ def labels_from_judgments(name: str) -> pd.DataFrame:
 
 def topic_set_topics(name: str) -> list[str]:
     """Topic ids of a stored topic set, in natural order."""
-    from crowd.selectors import topic_list, topic_set_get
+    from topics.selectors import topic_list, topic_set_get
 
     topic_set_get(name)  # a ValueError naming the known sets
     topics = [t.topic_id for t in topic_list(name)]

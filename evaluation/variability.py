@@ -19,7 +19,7 @@ from typing import Callable
 
 import numpy as np
 
-from crowd.naturalsort import natural_key
+from common.naturalsort import natural_key
 from evaluation import measures, variance
 from evaluation.measures.engine import check_measures
 

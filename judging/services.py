@@ -115,7 +115,7 @@ def judgments_import(path, *, format: str, name: str, topic_set_name: str | None
         raise ValueError(f"{path}: no judgments found")
     topic_set = None
     if topic_set_name is not None:
-        from crowd.selectors import topic_list, topic_set_get
+        from topics.selectors import topic_list, topic_set_get
 
         topic_set = topic_set_get(topic_set_name)
         intents = {t.topic_id: {i.intent_id for i in t.intents.all()}
@@ -253,9 +253,9 @@ def judging_task_create(
     workers of a topic. ``stop_rule`` (:func:`judging.stopping.parse_rule`; empty: none)
     stops a topic when it fires (:func:`topic_stop_check`).
     """
-    from crowd.selectors import topic_list
     from crowd.services import ACCOUNT_PREFIX
     from pooling.selectors import pool_documents
+    from topics.selectors import topic_list
 
     name = clean_name(name, "task name")
     modes = [m for m, _ in JudgingTask.MODE_CHOICES]

@@ -76,8 +76,8 @@ class PoolBuildForm(forms.Form):
         """Topic sets, models and collections as selects of what exists (the service still
         checks what is posted and names what is wrong)."""
         super().__init__(*args, **kwargs)
-        from crowd.selectors import topic_set_list
         from retrieval.selectors import collection_list, retrieval_model_list
+        from topics.selectors import topic_set_list
 
         lists = {"topic_set": [t.name for t in topic_set_list()],
                  "model": [m.name for m in retrieval_model_list()],

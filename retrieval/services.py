@@ -304,7 +304,7 @@ def _limit(text: str, limit: int) -> tuple[str, str]:
 
 
 def _run_queries(topic_set, source: str) -> list[dict]:
-    from crowd.selectors import topic_list
+    from topics.selectors import topic_list
 
     topics = {t.topic_id: t for t in topic_list(topic_set.name)}
     rows = []
@@ -321,7 +321,7 @@ def _run_queries(topic_set, source: str) -> list[dict]:
             rows.append(dict(topic=t, label=label, text=" ".join(getattr(t, field).split()),
                              weight=1, users=""))
     elif source == "variants":
-        from crowd.selectors import variant_groups
+        from topics.selectors import variant_groups
 
         for g in variant_groups(topic_set.name):
             rows.append(dict(topic=topics[g.topic_id], label=g.label, text=g.normalised,
@@ -340,7 +340,7 @@ def run_create(*, topic_set_name: str, collection_name: str, model_name: str,
     Queries whose key already has a Ranking share it at once; the other keys are queued on
     commit, ``RETRIEVAL_CHUNK_SIZE`` keys per task.
     """
-    from crowd.selectors import topic_set_get
+    from topics.selectors import topic_set_get
 
     from .selectors import collection_get, retrieval_model_get
 
@@ -587,7 +587,7 @@ def system_run_import(path: str | Path, *, topic_set_name: str, tag: str | None 
     is called inside the import's transaction after the last write (a caller's own mark
     commits with the run, or it raises to roll the import back).
     """
-    from crowd.selectors import topic_list, topic_set_get
+    from topics.selectors import topic_list, topic_set_get
 
     try:
         topic_set = topic_set_get(topic_set_name)

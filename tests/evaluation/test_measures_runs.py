@@ -6,8 +6,7 @@ import sys
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from evaluation.measures import (EvaluationInputError, RunSet, evaluate_runs, parse_measures,
                                  read_intent_probabilities, read_qrels, read_runs)

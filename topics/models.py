@@ -11,7 +11,7 @@ from common.naturalsort import natural_sort_key
 class TopicSet(models.Model):
     name = models.CharField(max_length=100, unique=True)
     created = models.DateTimeField(auto_now_add=True)
-    # Kept by the imports that add topics and statements (crowd.services), so pages and the
+    # Kept by the imports that add topics and statements (topics.services), so pages and the
     # API show the size of a set of a million topics without counting it.
     topics_count = models.PositiveIntegerField(default=0, editable=False)
     statements_count = models.PositiveIntegerField(default=0, editable=False)

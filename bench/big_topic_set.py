@@ -116,7 +116,7 @@ def _time_reads(repeat: int) -> list[dict]:
     from django.test import Client
     from django.test.utils import CaptureQueriesContext
 
-    from crowd.models import Topic, TopicSet
+    from topics.models import Topic, TopicSet
 
     ts = TopicSet.objects.get(name=SET)
     user = User.objects.filter(username="bench").first() or User.objects.create_user(

@@ -400,8 +400,9 @@ def main(argv=None) -> int:
     import django
 
     django.setup()
-    from crowd.models import QueryVariant, Response, Statement, Topic, TopicSet
+    from crowd.models import Response
     from crowd.services import study_create
+    from topics.models import QueryVariant, Statement, Topic, TopicSet
 
     ts = TopicSet.objects.create(name="bench")
     topics = Topic.objects.bulk_create(

@@ -72,9 +72,9 @@ def main() -> None:
     from django.core.management import call_command
 
     from config.celery_app import app
-    from crowd.models import Topic, TopicSet
     from retrieval.models import Collection, Run
     from retrieval.services import run_create
+    from topics.models import Topic, TopicSet
 
     call_command("migrate", verbosity=0)
     cacm = Path(a.data) / "small-corpora" / "cacm" / "cacm.all"

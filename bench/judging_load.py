@@ -87,11 +87,11 @@ def build(args, work: Path) -> None:
     """The task, its topics and the indexed documents (in the scratch database)."""
     from judging_queue_bench import _make_task
 
-    from crowd.models import Intent, Topic, TopicSet
     from judging.models import JudgingTask
     from retrieval import anserini
     from retrieval.collections_io import read_collection, write_json_collection
     from retrieval.models import Collection
+    from topics.models import Intent, Topic, TopicSet
 
     t0 = time.perf_counter()
     _make_task("big", args.topics, args.items_per_topic, args.k, "pool")

@@ -80,12 +80,12 @@ def _make_task(name: str, topics: int, per_topic: int, k: int, order: str,
                rankings: int = 0, depth: int = 0, seed: int = 0) -> None:
     from django.db import transaction
 
-    from crowd.models import TopicSet
     from judging.models import JudgingItem, JudgingTask, JudgmentSet, TaskTopic
     from judging.services import SCALES
     from judging.services.imports import rows_insert
     from judging.services.judging_tasks import slots_create
     from pooling.models import Pool
+    from topics.models import TopicSet
 
     ts, _ = TopicSet.objects.get_or_create(name="bench")
     pool, _ = Pool.objects.get_or_create(name="bench", defaults=dict(

@@ -66,10 +66,10 @@ def _setup_django(database_url: str):
 
 
 def _populate(topics: int, rankings: int, depth: int, vocab: int, seed: int) -> int:
-    from crowd.models import Topic, TopicSet
     from retrieval.models import Ranking, RetrievalModel, Run, RunQuery
     from retrieval.rankings import pack
     from retrieval.services import docids_ensure
+    from topics.models import Topic, TopicSet
 
     rng = np.random.default_rng(seed)
     # One shared vocabulary; each topic draws from its own slice with Zipf-ish popularity.

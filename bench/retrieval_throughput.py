@@ -105,11 +105,11 @@ def main(argv=None) -> int:
     django.setup()
     from django.core.management import call_command
 
-    from crowd.models import QueryVariant, Topic, TopicSet
     from retrieval import anserini
     from retrieval.models import Collection, Run
     from retrieval.selectors import retrieval_model_get
     from retrieval.services import model_spec, run_create
+    from topics.models import QueryVariant, Topic, TopicSet
 
     worker = None
     try:

@@ -3,7 +3,7 @@
 No Django here. This module lives outside the apps because crowd (topics, variants),
 retrieval (collections, runs) and pooling (qrels) all read organisers' files the same way,
 and none of them should reach into another app's internals to do so; being plain Python it
-is used by the plain readers (``crowd.topicfiles``, ``retrieval.trecrun``, ...) as much as
+is used by the plain readers (``topics.topicfiles``, ``retrieval.trecrun``, ...) as much as
 by services and management commands.
 
 Reading

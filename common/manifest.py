@@ -18,6 +18,7 @@ import platform
 import sys
 from importlib import metadata
 from pathlib import Path
+from typing import Callable
 
 from common.fileio import atomic_output, file_sha256
 
@@ -77,13 +78,25 @@ def java_version(java_home: str | None) -> str:
     return "unknown"
 
 
-def anserini_version() -> str:
-    """The Anserini version of the jar bundled in pyserini, else ``"unknown"``."""
-    try:
-        from retrieval.anserini import anserini_version as version
+#: versions recorded in every manifest besides Python's and the libraries', by name: an app
+#: adds its own when Django starts it (retrieval: the Anserini jar), so this module reaches
+#: into none of them.
+_VERSION_PROBES: dict[str, Callable[[], str]] = {}
 
-        return version()
-    except Exception:  # pyserini missing or without its jar: recorded, not fatal
+
+def version_probe_register(name: str, probe: Callable[[], str]) -> None:
+    """Record ``probe()`` as the version ``name`` in manifests from now on."""
+    _VERSION_PROBES[name] = probe
+
+
+def probed_version(name: str) -> str:
+    """The version the probe registered for ``name`` gives, else ``"unknown"``."""
+    probe = _VERSION_PROBES.get(name)
+    if probe is None:
+        return "unknown"
+    try:
+        return probe()
+    except Exception:  # e.g. pyserini missing or without its jar: recorded, not fatal
         return "unknown"
 
 
@@ -98,7 +111,7 @@ def environment(*, root: str | Path, java_home: str | None) -> dict:
         "project_version": git_revision(root),
         "python": platform.python_version(),
         "platform": platform.platform(terse=True),
-        "anserini": anserini_version(),
+        "anserini": probed_version("anserini"),
         "java": java_version(java_home),
         "libraries": libraries,
     }

@@ -9,16 +9,17 @@ from rest_framework.exceptions import NotFound
 from rest_framework.routers import DefaultRouter
 
 from crowd import api as crowd_api
-from crowd import api_release
 from evaluation import api as evaluation_api
 from judging import api as judging_api
 from pooling import api as pooling_api
+from projects import api_release
 from retrieval import api as retrieval_api
+from topics import api as topics_api
 from uploads import api as uploads_api
 
 router = DefaultRouter()
 router.include_format_suffixes = False
-router.register("topic-sets", crowd_api.TopicSetViewSet, basename="topic-set")
+router.register("topic-sets", topics_api.TopicSetViewSet, basename="topic-set")
 router.register("studies", crowd_api.StudyViewSet, basename="study")
 router.register("collections", retrieval_api.CollectionViewSet, basename="collection")
 router.register("models", retrieval_api.RetrievalModelViewSet, basename="model")
@@ -43,13 +44,13 @@ def not_found(request, rest=""):
 
 app_name = "api"
 urlpatterns = [
-    path("topic-sets/<str:name>/topics/", crowd_api.TopicList.as_view(), name="topic-list"),
-    path("topic-sets/<str:name>/topics/<str:topic_id>/", crowd_api.TopicDetail.as_view(),
+    path("topic-sets/<str:name>/topics/", topics_api.TopicList.as_view(), name="topic-list"),
+    path("topic-sets/<str:name>/topics/<str:topic_id>/", topics_api.TopicDetail.as_view(),
          name="topic-detail"),
-    path("topic-sets/<str:name>/intents/", crowd_api.IntentList.as_view(), name="intent-list"),
+    path("topic-sets/<str:name>/intents/", topics_api.IntentList.as_view(), name="intent-list"),
     path("topic-sets/<str:name>/release/", api_release.ReleaseExport.as_view(),
          name="release-export"),
-    path("topic-sets/<str:name>/variants/", crowd_api.VariantList.as_view(), name="variant-list"),
+    path("topic-sets/<str:name>/variants/", topics_api.VariantList.as_view(), name="variant-list"),
     path("runs/<str:pk>/rankings/", retrieval_api.RankingList.as_view(), name="ranking-list"),
     path("pools/<str:ref>/documents/", pooling_api.PoolDocumentList.as_view(),
          name="pool-document-list"),

@@ -25,7 +25,7 @@ if not SECRET_KEY:
             "SECRET_KEY must be set when DEBUG is off (export SECRET_KEY=... or DEBUG=1)."
         )
     SECRET_KEY = "insecure-development-key-only-used-with-DEBUG"
-# The secret that pseudonymises worker and assessor ids in a release (crowd.release);
+# The secret that pseudonymises worker and assessor ids in a release (projects.release);
 # empty: derived from SECRET_KEY. Set it to keep pseudonyms when SECRET_KEY is rotated.
 RELEASE_PSEUDONYM_SALT = env.str("RELEASE_PSEUDONYM_SALT", default="")
 
@@ -42,13 +42,16 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "common",
     "jobs",
+    "topics",
     "crowd",
     "retrieval",
     "pooling",
     "judging",
     "evaluation",
     "uploads",
+    "projects",
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",

@@ -1,6 +1,6 @@
 """Quality-control rules for typed queries. Plain Python: no Django here.
 
-Every rule works on the normalised text (``crowd.normalise.normalise_query``), so case,
+Every rule works on the normalised text (``topics.normalise.normalise_query``), so case,
 punctuation and spacing never decide the outcome. ``query_problems`` returns the reasons
 an answer is refused (an empty list accepts it); the worker is asked to try again.
 
@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from crowd.normalise import normalise_query
+from topics.normalise import normalise_query
 
 EMPTY = "empty"
 TOO_LONG = "too_long"

@@ -1,6 +1,6 @@
 from django.urls import path, re_path
 
-from crowd import views, views_organiser as org, views_release
+from crowd import views
 
 app_name = "crowd"
 
@@ -13,29 +13,9 @@ urlpatterns = [
     path("s/<str:slug>/done/", views.study_done, name="study_done"),
     path("", views.index, name="index"),
     # Organisers (staff).
-    path("topic-sets/<int:pk>/", views.topic_set_detail, name="topic_set_detail"),
     path("studies/", views.study_list, name="study_list"),
     path("studies/<int:pk>/", views.study_progress, name="study_progress"),
     path("studies/<int:pk>/variants/", views.study_variants, name="study_variants"),
     re_path(r"^studies/(?P<pk>\d+)/export\.(?P<fmt>tsv|csv|json)$", views.study_export,
             name="study_export"),
-    # Organiser workflow in the browser (staff): project page, uploads, study, retrieval,
-    # judging tasks and exports through the same services as the management commands.
-    path("topic-sets/<int:pk>/project/", org.project, name="organiser_project"),
-    path("topic-sets/<int:pk>/release/", views_release.release_download,
-         name="organiser_release"),
-    path("organiser/topics/", org.topics_upload, name="organiser_topics_upload"),
-    path("organiser/variants/", org.variants_upload, name="organiser_variants_upload"),
-    path("organiser/runs/", org.run_upload, name="organiser_run_upload"),
-    path("organiser/qrels/", org.qrels_upload, name="organiser_qrels_upload"),
-    path("organiser/uploads/<int:pk>/", org.upload_status, name="organiser_upload_status"),
-    path("organiser/collections/", org.collection_upload, name="organiser_collection_upload"),
-    path("organiser/studies/", org.study_new, name="organiser_study_new"),
-    path("organiser/studies/<int:pk>/links/", org.study_links, name="organiser_study_links"),
-    path("organiser/retrieval/", org.retrieval_launch, name="organiser_retrieval_launch"),
-    path("organiser/judging-tasks/", org.judging_task_new, name="organiser_judging_task_new"),
-    path("organiser/runs/<int:run_id>/export.txt", org.run_export, name="organiser_run_export"),
-    path("organiser/pools/<int:ref>/export.<str:fmt>", org.pool_export, name="organiser_pool_export"),
-    re_path(r"^topic-sets/(?P<pk>\d+)/variants\.(?P<fmt>tsv|csv|json|queries)$",
-            org.variants_export, name="organiser_variants_export"),
 ]

@@ -14,10 +14,11 @@ from django.urls import reverse
 from django.utils.encoding import escape_uri_path
 from django.views.decorators.http import require_http_methods
 
+from common.spreadsheet import spreadsheet_writer, tsv_writer
 from crowd import quality, selectors, services
 from crowd.forms import AnswerForm, ConsentForm
-from crowd.models import Assignment, Participant, Study, TopicSet
-from common.spreadsheet import spreadsheet_writer, tsv_writer
+from crowd.models import Assignment, Participant, Study
+from topics import selectors as topics_selectors
 
 
 # A worker's browser holds "participant id.token" in a signed cookie scoped to the study's
@@ -247,18 +248,8 @@ def index(request):
     staff = request.user.is_active and request.user.is_staff
     return render(request, "crowd/index.html", {
         "staff": staff,
-        "topic_sets": selectors.topic_set_list() if staff else [],
+        "topic_sets": topics_selectors.topic_set_list() if staff else [],
         "studies": selectors.study_list() if staff else [],
-    })
-
-
-def topic_set_detail(request, pk):
-    """The topics of a set, a page at a time in natural order (``?after=<topic id>``)."""
-    topic_set = get_object_or_404(TopicSet, pk=pk)
-    after = request.GET.get("after") or None
-    topics, next_after = selectors.topic_page(topic_set, after=after)
-    return render(request, "crowd/topic_set.html", {
-        "topic_set": topic_set, "topics": topics, "after": after, "next_after": next_after,
     })
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from common import fileio
-from crowd.naturalsort import natural_key
+from common.naturalsort import natural_key
 from evaluation import agreement
 
 LABEL_FORMATS = ("tsv", "trec-rf10")
@@ -42,7 +42,7 @@ def labels_from_judgments(name: str) -> pd.DataFrame:
 
 def topic_set_topics(name: str) -> list[str]:
     """Topic ids of a stored topic set, in natural order."""
-    from crowd.selectors import topic_list, topic_set_get
+    from topics.selectors import topic_list, topic_set_get
 
     topic_set_get(name)  # a ValueError naming the known sets
     topics = [t.topic_id for t in topic_list(name)]

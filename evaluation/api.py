@@ -12,12 +12,12 @@ from rest_framework.response import Response
 
 from common import fileio
 from common.api import name_field, service_call
-from crowd.selectors import topic_set_get
 from evaluation import measures, selectors, services
 from evaluation.measures.runs import ORDERS
 from evaluation.models import Analysis
 from judging.selectors import judgment_set_get
 from pooling.selectors import qrels_get
+from topics.selectors import topic_set_get
 
 
 class AnalysisSerializer(serializers.ModelSerializer):

@@ -11,7 +11,7 @@ from evaluation.measures.runs import ORDERS
 
 
 def _topic_sets():
-    from crowd.selectors import topic_set_list
+    from topics.selectors import topic_set_list
 
     return [(n, n) for n in topic_set_list().values_list("name", flat=True)]
 

@@ -34,7 +34,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from crowd.naturalsort import natural_key
+from common.naturalsort import natural_key
 from evaluation.agreement import cohen_kappa, label_table
 
 __all__ = ["SIMILARITIES", "intent_properties", "relevant_sets", "similarity"]

@@ -12,7 +12,7 @@ qrels' ordering is the reference): :mod:`evaluation.ranking`.
 """
 from __future__ import annotations
 
-from crowd.naturalsort import natural_key
+from common.naturalsort import natural_key
 from evaluation import measures
 from evaluation.ranking import correlations
 

@@ -25,7 +25,7 @@ import math
 import re
 from typing import Callable, Iterable, Mapping, NamedTuple
 
-from crowd.naturalsort import natural_key
+from common.naturalsort import natural_key
 
 __all__ = ["PseudoQrel", "level", "match_count", "normalise", "pseudo_qrels", "reduced_subtopic",
            "truncate_intents"]

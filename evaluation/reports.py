@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from common import figures, fileio
-from crowd.naturalsort import natural_key
+from common.naturalsort import natural_key
 
 Progress = Callable[[float], None]
 
@@ -43,8 +43,8 @@ def _run_tags(topic_set: str, tags) -> list[str]:
 
 def _evaluate(topic_set, tags, measures_text, judgments, qrels, complete, order):
     from evaluation import measures
-    from evaluation.selectors import stored_runs
     from evaluation.measures.engine import check_measures
+    from evaluation.selectors import stored_runs
     from evaluation.variability import stored_qrels
 
     try:

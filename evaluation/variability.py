@@ -21,7 +21,7 @@ import numpy as np
 
 from common import fileio
 
-from crowd.naturalsort import natural_key
+from common.naturalsort import natural_key
 from evaluation import measures, variance
 from evaluation.measures.engine import check_measures
 

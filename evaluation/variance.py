@@ -33,7 +33,7 @@ import pandas as pd
 
 from common import fileio
 from common.fileio import InputError
-from crowd.naturalsort import natural_key
+from common.naturalsort import natural_key
 
 __all__ = [
     "allocation_table",

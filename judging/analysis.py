@@ -24,7 +24,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from crowd.naturalsort import natural_key
+from common.naturalsort import natural_key
 
 from . import learned, priority, stopping
 from .selectors import (

@@ -28,7 +28,7 @@ class JudgmentSet(models.Model):
     name = models.CharField(max_length=100, unique=True)
     source = models.CharField(max_length=10, choices=SOURCE_CHOICES, default=SOURCE_IMPORT)
     topic_set = models.ForeignKey(
-        "crowd.TopicSet", null=True, blank=True, on_delete=models.SET_NULL,
+        "topics.TopicSet", null=True, blank=True, on_delete=models.SET_NULL,
         related_name="judgment_sets",
     )
     format = models.CharField(max_length=20, blank=True, default="")

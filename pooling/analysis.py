@@ -15,11 +15,9 @@ from typing import Iterable
 
 import numpy as np
 
-from crowd.naturalsort import natural_key
+from common.naturalsort import natural_key
 
-from . import growth, selectors
-from . import rbo as rbo_maths
-from . import stats
+from . import growth, selectors, rbo as rbo_maths, stats
 from .models import Pool, Qrels
 
 ORDERED_BY = {

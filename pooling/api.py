@@ -9,10 +9,10 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
 from common.api import lookup, name_field, service_call
-from crowd.selectors import topic_set_get
 from pooling import selectors, services
 from pooling.models import Pool, Qrels
 from retrieval.selectors import collection_get, retrieval_model_get
+from topics.selectors import topic_set_get
 
 
 class PoolRunSerializer(serializers.Serializer):

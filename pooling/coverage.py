@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Iterable, Mapping
 
-from crowd.naturalsort import natural_key
+from common.naturalsort import natural_key
 
 __all__ = ["coverage", "judged_relevant", "judgment_table", "qrels_stats"]
 

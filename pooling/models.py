@@ -80,7 +80,7 @@ class Pool(LeasedJob):
     ]
 
     name = models.CharField(max_length=100, unique=True, null=True, blank=True)
-    topic_set = models.ForeignKey("crowd.TopicSet", on_delete=models.CASCADE, related_name="pools")
+    topic_set = models.ForeignKey("topics.TopicSet", on_delete=models.CASCADE, related_name="pools")
     sources = models.CharField(max_length=10, choices=SOURCES_CHOICES)
     strategy = models.CharField(max_length=10, choices=STRATEGY_CHOICES, default="depth")
     depth = models.PositiveIntegerField()

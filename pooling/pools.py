@@ -52,7 +52,7 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
-from crowd.naturalsort import natural_key
+from common.naturalsort import natural_key
 
 from . import idtables
 from .idtables import ID_TABLE_MAX, Scratch, group

@@ -10,7 +10,8 @@ from typing import Callable, Iterable, Iterator
 import numpy as np
 from django.db.models import Prefetch
 
-from crowd.naturalsort import natural_key
+from common.naturalsort import natural_key
+from common.spreadsheet import spreadsheet_writer
 from retrieval.selectors import docid_order, docid_strings, ranking_records
 
 from . import pools as pool_maths
@@ -341,7 +342,7 @@ class AnswerKey:
 def answer_keys(topic_set_name: str) -> dict[tuple[str, str], list[AnswerKey]]:
     """``{(topic id, variant label): [AnswerKey, ...]}``, one key per answer (a variant
     row with count c gives c answers), each list in arrival order (one query)."""
-    from crowd.selectors import variant_label, variant_list
+    from topics.selectors import variant_label, variant_list
 
     rows = variant_list(topic_set_name).values_list(
         "topic__topic_id", "normalised", "count", "worker_id", "source", "created", "id")
@@ -394,3 +395,41 @@ def pool_job_list() -> list[dict]:
         "attempts": pool.attempts,
         "error": pool.error,
     } for pool in Pool.objects.select_related("topic_set").order_by("-created", "-id")]
+
+
+POOL_EXPORT_FORMATS = ("txt", "csv", "trec")
+
+
+def pool_done_get(ref) -> Pool:
+    """The pool ``ref`` (id or name) when it is finished; ``ValueError`` saying why not."""
+    pool = pool_get(ref)
+    if pool.status != pool.STATUS_DONE:
+        raise ValueError(f"pool {pool.label} is {pool.status}, not done")
+    return pool
+
+
+def _weight(w: float) -> str:
+    return repr(float(w))
+
+
+def pool_export_write(out, pool: Pool, fmt: str) -> int:
+    """Write every pooled document of ``pool`` to ``out``, topic by topic in priority order,
+    as ``fmt`` (one of :data:`POOL_EXPORT_FORMATS`; the ``export_pool`` command describes
+    the columns); returns the number of documents."""
+    if fmt not in POOL_EXPORT_FORMATS:
+        raise ValueError(f"format must be one of {', '.join(POOL_EXPORT_FORMATS)}, not {fmt!r}")
+    n = 0
+    if fmt == "csv":
+        w = spreadsheet_writer(out)
+        w.writerow(["topic", "docid", "weight", "min_rank", "users", "systems"])
+    tag = pool.label.replace(" ", "_")
+    for d in pool_documents(pool):
+        if fmt == "csv":
+            w.writerow([d.topic_id, d.docid, float(d.weight), d.min_rank, d.users, d.systems])
+        elif fmt == "trec":
+            out.write(f"{d.topic_id} Q0 {d.docid} {d.rank} {_weight(d.weight)} {tag}\n")
+        else:
+            out.write(f"{d.topic_id} {d.docid} {_weight(d.weight)} {d.min_rank} "
+                      f"{d.users} {d.systems}\n")
+        n += 1
+    return n

@@ -25,7 +25,7 @@ from django.utils import timezone
 
 from common import fileio
 from common.fileio import clean_name
-from crowd.naturalsort import natural_key
+from common.naturalsort import natural_key
 from jobs import leases, registry
 from retrieval.selectors import (
     collection_get,
@@ -35,8 +35,7 @@ from retrieval.selectors import (
     user_ranking_source_get,
 )
 
-from . import pools as pool_maths
-from . import qrelsio
+from . import pools as pool_maths, qrelsio
 from .models import Pool, PoolRun, PoolTopic, Qrels, QrelsJudgment
 from .remap import DocidRemap
 from .selectors import (
@@ -60,7 +59,7 @@ PROGRESS_EVERY_SECONDS = 2.0
 
 
 def _topic_set_get(name: str):
-    from crowd.selectors import topic_set_get
+    from topics.selectors import topic_set_get
 
     return topic_set_get(name)
 
@@ -383,7 +382,7 @@ def qrels_import(path, *, format: str, name: str, topic_set_name: str | None = N
 
 
 def _qrels_topics_check(path: Path, rows, topic_set_name: str, id_map: str | None) -> None:
-    from crowd.selectors import topic_list, topic_set_get
+    from topics.selectors import topic_list, topic_set_get
 
     topic_set_get(topic_set_name)  # ValueError naming the known sets
     known = {t.topic_id for t in topic_list(topic_set_name)}

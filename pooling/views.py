@@ -15,8 +15,7 @@ from django.views.decorators.http import require_POST
 from common import figures
 from common.figure_pages import PagePlot, attachment, download, figure_html
 
-from . import analysis, selectors, services
-from . import figures as paper_figures
+from . import analysis, selectors, services, figures as paper_figures
 from .models import Pool
 
 
@@ -76,8 +75,8 @@ class PoolBuildForm(forms.Form):
         """Topic sets, models and collections as selects of what exists (the service still
         checks what is posted and names what is wrong)."""
         super().__init__(*args, **kwargs)
-        from crowd.selectors import topic_set_list
         from retrieval.selectors import collection_list, retrieval_model_list
+        from topics.selectors import topic_set_list
 
         lists = {"topic_set": [t.name for t in topic_set_list()],
                  "model": [m.name for m in retrieval_model_list()],
@@ -334,7 +333,7 @@ class PaperFiguresForm(forms.Form):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        from crowd.selectors import topic_set_list
+        from topics.selectors import topic_set_list
 
         self.fields["qrels"].choices = _qrels_choices()
         self.fields["topic_set"].widget = forms.Select(

@@ -10,10 +10,10 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
 from common.api import lookup, name_field, service_call
-from crowd.selectors import topic_set_get
 from retrieval import selectors, services
 from retrieval.models import Collection, RetrievalModel, Run
 from retrieval.rankings import unpack
+from topics.selectors import topic_set_get
 
 MAX_RANKING_DEPTH = 1000
 DEFAULT_RANKING_DEPTH = 10

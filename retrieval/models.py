@@ -106,7 +106,7 @@ class Run(models.Model):
     ]
 
     kind = models.CharField(max_length=10, choices=KIND_CHOICES)
-    topic_set = models.ForeignKey("crowd.TopicSet", on_delete=models.CASCADE, related_name="runs")
+    topic_set = models.ForeignKey("topics.TopicSet", on_delete=models.CASCADE, related_name="runs")
     collection = models.ForeignKey(Collection, null=True, blank=True, on_delete=models.CASCADE)
     model = models.ForeignKey(RetrievalModel, null=True, blank=True, on_delete=models.PROTECT)
     source = models.CharField(max_length=20, choices=SOURCE_CHOICES)
@@ -132,7 +132,7 @@ class RunQuery(models.Model):
     system run) and the ranking it got. ``weight`` counts the people who typed it."""
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="queries")
-    topic = models.ForeignKey("crowd.Topic", on_delete=models.CASCADE)
+    topic = models.ForeignKey("topics.Topic", on_delete=models.CASCADE)
     label = models.CharField(max_length=200)
     query_text = models.TextField(blank=True, default="")
     key = models.CharField(max_length=64, blank=True, default="")

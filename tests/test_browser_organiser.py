@@ -18,13 +18,14 @@ from pathlib import Path
 import pytest
 from django.contrib.auth.models import User
 
-from crowd.models import QueryVariant, Study, TopicSet
+from crowd.models import Study
 from judging.models import JudgingTask, Label
 from pooling.models import Pool
 from retrieval.models import Collection, Run
 from retrieval.selectors import run_rankings
-from tests.crowd.study_helpers import make_study, make_topic_set
 from tests.browser import BROWSER_MARKS, chromium
+from tests.crowd.study_helpers import make_study, make_topic_set
+from topics.models import QueryVariant, TopicSet
 
 PHONE = (375, 812)
 pytestmark = BROWSER_MARKS

@@ -9,12 +9,13 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from crowd.models import Participant, QueryVariant, Statement, Study, Topic
+from crowd.models import Participant, Study
 from crowd.simulated import content_words, simulated_query
 from judging.models import JudgingSlot, JudgingTask, Label
 from pooling.models import Pool
 from pooling.selectors import pool_docids_by_topic
 from retrieval.models import Run
+from topics.models import QueryVariant, Statement, Topic
 
 REDIS_DB = 13
 
@@ -156,7 +157,7 @@ def test_demo_end_to_end(broker, shared_data, tmp_path, admin_client):
 
 
 def test_printed_addresses_follow_port(monkeypatch):
-    from crowd.management.commands.demo import Command
+    from projects.management.commands.demo import Command
 
     monkeypatch.setenv("PORT", "9123")
     options = Command().create_parser("manage.py", "demo").parse_args([])

@@ -22,9 +22,9 @@ import sys
 import pytest
 from django.core.management import CommandError, call_command
 
-from crowd import demo
-from crowd.topicfiles import read_topics
 from pooling.qrelsio import read_qrels
+from projects import demo
+from topics.topicfiles import read_topics
 
 pytest.importorskip("ir_datasets")
 

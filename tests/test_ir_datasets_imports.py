@@ -7,9 +7,9 @@ import shutil
 import pytest
 from django.core.management import CommandError, call_command
 
-from crowd.models import Statement, Topic
 from pooling.models import Qrels, QrelsJudgment
 from retrieval.models import Collection
+from topics.models import Statement, Topic
 
 from .test_demo_ir_datasets import cranfield, irds_home  # noqa: F401  (fixtures)
 

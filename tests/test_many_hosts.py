@@ -271,9 +271,9 @@ def cacm(shared_data) -> Path:
 
 
 def test_a_run_and_a_pool_survive_a_cut_off_and_a_killed_worker_host(cacm, cluster, tmp_path):
-    from crowd.topicfiles import read_topics
     from pooling.models import PoolTopic
     from retrieval.models import Ranking, RunChunk, RunQuery
+    from topics.topicfiles import read_topics
 
     topics = read_topics(cacm / "query.text", "smart")
     _variants_tsv(tmp_path / "variants.tsv", topics)

@@ -7,10 +7,11 @@ from django.contrib.auth.models import User
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from crowd.models import QueryVariant, Study, Topic, TopicSet
-from crowd.templatetags.ui import num
+from common.templatetags.ui import num
+from crowd.models import Study
 from pooling.models import Pool, Qrels
 from retrieval.models import Run
+from topics.models import QueryVariant, Topic, TopicSet
 
 TOPICS = "id\tstatement\ttitle\nT1\tFind facts about apples.\tapples\nT2\tFind facts about pears.\tpears\n"
 RUN = "".join(f"{q} Q0 d{d} {r} {10 - r}.0 sys\n" for q in ("T1", "T2")
@@ -29,7 +30,7 @@ def _upload(name, text):
 
 
 def _topics(staff, text=TOPICS, name="topics.tsv", topic_set="ts1"):
-    return staff.post(reverse("crowd:organiser_topics_upload"), {
+    return staff.post(reverse("projects:organiser_topics_upload"), {
         "file": _upload(name, text), "format": "tsv", "new_topic_set": topic_set,
         "ids": "given", "encoding": "utf-8"})
 
@@ -42,7 +43,7 @@ URLS = ["organiser_topics_upload", "organiser_variants_upload", "organiser_run_u
 @pytest.mark.django_db
 @pytest.mark.parametrize("name", URLS)
 def test_forms_are_for_staff_only(client, name):
-    url = reverse(f"crowd:{name}")
+    url = reverse(f"projects:{name}")
     assert client.get(url).status_code == 302  # to the sign-in page
     User.objects.create_user("w", password="pw")
     client.force_login(User.objects.get(username="w"))  # sign-ins go through django-axes
@@ -56,7 +57,7 @@ def test_topics_upload_creates_the_set_and_shows_the_project(staff):
     response = _topics(staff)
     ts = TopicSet.objects.get(name="ts1")
     assert response.status_code == 302
-    assert response["Location"] == reverse("crowd:organiser_project", args=[ts.pk])
+    assert response["Location"] == reverse("projects:organiser_project", args=[ts.pk])
     assert sorted(Topic.objects.filter(topic_set=ts).values_list("topic_id", flat=True)) == ["T1", "T2"]
     page = staff.get(response["Location"])
     assert page.status_code == 200
@@ -79,14 +80,14 @@ def test_bad_topics_file_names_file_and_line_and_stores_nothing(staff):
 @pytest.mark.django_db
 def test_topic_set_is_a_select_of_real_sets(staff):
     _topics(staff)
-    page = staff.get(reverse("crowd:organiser_variants_upload")).content.decode()
+    page = staff.get(reverse("projects:organiser_variants_upload")).content.decode()
     assert '<select name="topic_set"' in page and '<option value="ts1">ts1</option>' in page
 
 
 @pytest.mark.django_db
 def test_variants_upload_and_bad_variant_line(staff):
     _topics(staff)
-    url = reverse("crowd:organiser_variants_upload")
+    url = reverse("projects:organiser_variants_upload")
     ok = staff.post(url, {"file": _upload("v.tsv", "T1\tapple facts\tw1\nT2\tpear facts\tw2\n"),
                           "format": "tsv", "topic_set": "ts1", "encoding": "utf-8"})
     assert ok.status_code == 302
@@ -101,7 +102,7 @@ def test_variants_upload_and_bad_variant_line(staff):
 @pytest.mark.django_db
 def test_run_upload_export_and_bad_line(staff):
     _topics(staff)
-    url = reverse("crowd:organiser_run_upload")
+    url = reverse("projects:organiser_run_upload")
     bad = staff.post(url, {"file": _upload("r.txt", RUN + "T1 Q0 d9 x 1.0 sys\n"),
                            "topic_set": "ts1", "encoding": "utf-8"})
     assert bad.status_code == 400
@@ -110,7 +111,7 @@ def test_run_upload_export_and_bad_line(staff):
     ok = staff.post(url, {"file": _upload("r.txt", RUN), "topic_set": "ts1", "encoding": "utf-8"})
     assert ok.status_code == 302
     run = Run.objects.get()
-    exported = staff.get(reverse("crowd:organiser_run_export", args=[run.pk]))
+    exported = staff.get(reverse("projects:organiser_run_export", args=[run.pk]))
     assert exported.status_code == 200
     lines = exported.content.decode().splitlines()
     assert lines[0].split() == ["T1", "Q0", "d1", "1", "9.0", "sys"] or lines[0].split()[:4] == ["T1", "Q0", "d1", "1"]
@@ -120,7 +121,7 @@ def test_run_upload_export_and_bad_line(staff):
 @pytest.mark.django_db
 def test_qrels_upload_and_bad_line(staff):
     _topics(staff)
-    url = reverse("crowd:organiser_qrels_upload")
+    url = reverse("projects:organiser_qrels_upload")
     bad = staff.post(url, {"file": _upload("q.txt", "T1 0 d1 1\nT1 0 d2\n"), "format": "adhoc",
                            "name": "q1", "topic_set": "ts1", "encoding": "utf-8"})
     assert bad.status_code == 400
@@ -135,7 +136,7 @@ def test_qrels_upload_and_bad_line(staff):
 @pytest.mark.django_db
 def test_study_create_shows_prolific_and_mturk_links(staff):
     _topics(staff)
-    url = reverse("crowd:organiser_study_new")
+    url = reverse("projects:organiser_study_new")
     bad = staff.post(url, {"topic_set": "ts1", "name": "s", "consent_text": "I agree",
                            "completion_code": " ", "responses_per_statement": 2,
                            "statements_per_worker": 2})
@@ -144,7 +145,7 @@ def test_study_create_shows_prolific_and_mturk_links(staff):
                           "completion_code": "C0DE", "responses_per_statement": 2,
                           "statements_per_worker": 2})
     study = Study.objects.get()
-    assert ok["Location"] == reverse("crowd:organiser_study_links", args=[study.pk])
+    assert ok["Location"] == reverse("projects:organiser_study_links", args=[study.pk])
     page = staff.get(ok["Location"]).content.decode()
     entry = reverse("crowd:study_entry", kwargs={"slug": study.slug})
     assert f"{entry}?PROLIFIC_PID={{{{%PROLIFIC_PID%}}}}&amp;STUDY_ID=" in page
@@ -156,15 +157,15 @@ def test_pool_judging_task_and_exports(staff):
     from pooling.services import pool_build, pool_create
 
     _topics(staff)
-    staff.post(reverse("crowd:organiser_run_upload"),
+    staff.post(reverse("projects:organiser_run_upload"),
                {"file": _upload("r.txt", RUN), "topic_set": "ts1", "encoding": "utf-8"})
     pool = pool_create(topic_set_name="ts1", sources="systems", depth=2)
     pool_build(pool.pk)
     pool.refresh_from_db()
     assert pool.status == Pool.STATUS_DONE
-    form = staff.get(reverse("crowd:organiser_judging_task_new")).content.decode()
+    form = staff.get(reverse("projects:organiser_judging_task_new")).content.decode()
     assert f'<option value="{pool.pk}">' in form
-    url = reverse("crowd:organiser_judging_task_new")
+    url = reverse("projects:organiser_judging_task_new")
     ok = staff.post(url, {"pool": pool.pk, "name": "jt", "mode": "topic", "scale": "binary",
                           "redundancy": 1, "assessors": "alice, bob\ncarol"})
     assert ok.status_code == 302, ok.content.decode()[:2000]
@@ -173,22 +174,22 @@ def test_pool_judging_task_and_exports(staff):
     dup = staff.post(url, {"pool": pool.pk, "name": "jt", "mode": "topic", "scale": "binary",
                            "redundancy": 1})
     assert dup.status_code == 400
-    exported = staff.get(reverse("crowd:organiser_pool_export", args=[pool.pk, "txt"]))
+    exported = staff.get(reverse("projects:organiser_pool_export", args=[pool.pk, "txt"]))
     assert exported.status_code == 200
     assert [line.split()[:2] for line in exported.content.decode().splitlines()] == [
         ["T1", "d1"], ["T1", "d2"], ["T2", "d1"], ["T2", "d2"]]
-    project = staff.get(reverse("crowd:organiser_project", args=[pool.topic_set_id])).content.decode()
+    project = staff.get(reverse("projects:organiser_project", args=[pool.topic_set_id])).content.decode()
     assert "jt" in project and 'id="project-pools"' in project
 
 
 @pytest.mark.django_db
 def test_variants_export_from_project(staff):
     _topics(staff)
-    staff.post(reverse("crowd:organiser_variants_upload"),
+    staff.post(reverse("projects:organiser_variants_upload"),
                {"file": _upload("v.tsv", "T1\tapple facts\tw1\n"), "format": "tsv",
                 "topic_set": "ts1", "encoding": "utf-8"})
     ts = TopicSet.objects.get(name="ts1")
-    response = staff.get(reverse("crowd:organiser_variants_export", args=[ts.pk, "tsv"]))
+    response = staff.get(reverse("projects:organiser_variants_export", args=[ts.pk, "tsv"]))
     assert response.status_code == 200 and "apple facts" in response.content.decode()
 
 
@@ -218,7 +219,7 @@ def test_large_file_is_recorded_then_imported_by_the_worker_service(staff, setti
     assert wake.call_args.args == ("upload", row.pk)  # woken once the row was committed
     assert row.status == "queued" and row.filename == "topics.tsv"
     assert not TopicSet.objects.filter(name="big").exists()  # nothing imported yet
-    assert response["Location"] == reverse("crowd:organiser_upload_status", args=[row.pk])
+    assert response["Location"] == reverse("projects:organiser_upload_status", args=[row.pk])
     page = staff.get(response["Location"]).content.decode()
     assert 'id="upload-progress"' in page and 'http-equiv="refresh"' in page
     row = upload_run(row.pk)
@@ -235,7 +236,7 @@ def test_large_file_is_recorded_then_imported_by_the_worker_service(staff, setti
     assert bad.status == "failed"
     assert bad.error.startswith("bad.tsv, line 3: empty statement")
     assert not TopicSet.objects.filter(name="bad").exists()
-    page = staff.get(reverse("crowd:organiser_upload_status", args=[bad.pk])).content.decode()
+    page = staff.get(reverse("projects:organiser_upload_status", args=[bad.pk])).content.decode()
     assert "bad.tsv, line 3" in page
 
 
@@ -258,7 +259,7 @@ def test_collection_upload_is_always_a_task_that_builds_an_index(staff, settings
 
     settings.DATA_DIR = tmp_path
     settings.INDEX_ROOT = tmp_path / "indexes"
-    url = reverse("crowd:organiser_collection_upload")
+    url = reverse("projects:organiser_collection_upload")
     page = staff.get(url).content.decode()
     assert '<select name="format"' in page and '<option value="jsonl">' in page
 
@@ -270,15 +271,15 @@ def test_collection_upload_is_always_a_task_that_builds_an_index(staff, settings
 
     response = post("tiny", [("a", "alpha apples"), ("b", "beta pears")])
     row = Upload.objects.get()
-    assert response["Location"] == reverse("crowd:organiser_upload_status", args=[row.pk])
+    assert response["Location"] == reverse("projects:organiser_upload_status", args=[row.pk])
     assert row.kind == "collection" and not Collection.objects.exists()
     row = upload_run(row.pk)
     assert row.status == "done", row.error
     assert Collection.objects.get(name="tiny").doc_count == 2
     assert "ready" in row.note
     # the finished upload leads on to retrieval over the new collection
-    done_page = staff.get(reverse("crowd:organiser_upload_status", args=[row.pk])).content.decode()
-    launch = reverse("crowd:organiser_retrieval_launch") + "?collection=tiny"
+    done_page = staff.get(reverse("projects:organiser_upload_status", args=[row.pk])).content.decode()
+    launch = reverse("projects:organiser_retrieval_launch") + "?collection=tiny"
     assert f'href="{launch}"' in done_page
     assert '<option value="tiny" selected>' in staff.get(launch).content.decode()
 
@@ -300,7 +301,7 @@ def test_a_nul_byte_or_a_gzip_bomb_is_refused_naming_the_file(staff, settings):
 
     settings.MAX_DECOMPRESSED_BYTES = 1 << 16
     bomb = gzip.compress(TOPICS.encode() + b"\n" * (1 << 20))  # 1 MiB out of a few kB
-    response = staff.post(reverse("crowd:organiser_topics_upload"), {
+    response = staff.post(reverse("projects:organiser_topics_upload"), {
         "file": SimpleUploadedFile("bomb.tsv.gz", bomb), "format": "tsv",
         "new_topic_set": "ts1", "ids": "given", "encoding": "utf-8"})
     assert response.status_code == 400
@@ -326,26 +327,26 @@ def test_csv_for_spreadsheets_neutralises_formulas_and_tsv_json_keep_the_data(st
     _topics(staff, text="id\tstatement\n+t2\tplus topic\n@t3\tat topic\n")
     run = "".join(f"{q} Q0 {d} {r} {9 - r}.0 sys\n" for q in ("+t2", "@t3")
                   for r, d in enumerate((link, "-d2"), start=1))
-    assert staff.post(reverse("crowd:organiser_run_upload"), {
+    assert staff.post(reverse("projects:organiser_run_upload"), {
         "file": _upload("r.txt", run), "topic_set": "ts1", "encoding": "utf-8"}).status_code == 302
     pool = pool_create(topic_set_name="ts1", sources="systems", depth=2)
     pool_build(pool.pk)
-    text = staff.get(reverse("crowd:organiser_pool_export", args=[pool.pk, "csv"])).content.decode()
+    text = staff.get(reverse("projects:organiser_pool_export", args=[pool.pk, "csv"])).content.decode()
     rows = list(csv.reader(io.StringIO(text)))
     assert rows[0] == ["topic", "docid", "weight", "min_rank", "users", "systems"]
     assert sorted((r[0], r[1]) for r in rows[1:]) == [
         ("'+t2", "'-d2"), ("'+t2", "'" + link), ("'@t3", "'-d2"), ("'@t3", "'" + link)]
     assert not any(c.startswith(("=", "+", "-", "@")) for r in rows for c in r)
-    txt = staff.get(reverse("crowd:organiser_pool_export", args=[pool.pk, "txt"])).content.decode()
+    txt = staff.get(reverse("projects:organiser_pool_export", args=[pool.pk, "txt"])).content.decode()
     assert {line.split()[0] for line in txt.splitlines()} == {"+t2", "@t3"}
 
-    staff.post(reverse("crowd:organiser_variants_upload"), {
+    staff.post(reverse("projects:organiser_variants_upload"), {
         "file": _upload("v.tsv", "+t2\t-minus query\tw1\n@t3\t=1+1\tw2\n"), "format": "tsv",
         "topic_set": "ts1", "encoding": "utf-8"})
     ts = TopicSet.objects.get(name="ts1")
 
     def export(fmt):
-        return staff.get(reverse("crowd:organiser_variants_export", args=[ts.pk, fmt])
+        return staff.get(reverse("projects:organiser_variants_export", args=[ts.pk, fmt])
                          ).content.decode()
 
     tsv = list(csv.DictReader(io.StringIO(export("tsv")), delimiter="\t"))
@@ -354,7 +355,7 @@ def test_csv_for_spreadsheets_neutralises_formulas_and_tsv_json_keep_the_data(st
         ("+t2", "-minus query"), ("@t3", "=1+1")]
     spread = list(csv.DictReader(io.StringIO(export("csv"))))
     assert [(r["topic"], r["raw"]) for r in spread] == [("'+t2", "'-minus query"), ("'@t3", "'=1+1")]
-    media = {fmt: staff.get(reverse("crowd:organiser_variants_export", args=[ts.pk, fmt]))[
+    media = {fmt: staff.get(reverse("projects:organiser_variants_export", args=[ts.pk, fmt]))[
         "Content-Type"] for fmt in ("json", "csv", "tsv")}
     assert media == {"json": "application/json; charset=utf-8", "csv": "text/csv; charset=utf-8",
                      "tsv": "text/tab-separated-values; charset=utf-8"}

@@ -7,7 +7,7 @@ from django.contrib.auth.models import User
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from crowd.models import Topic
+from topics.models import Topic
 from uploads.models import Upload
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -28,11 +28,11 @@ def test_large_topics_file_is_imported_by_the_worker(worker, client, settings, t
                    for i in range(1, 201))
     upload = SimpleUploadedFile("many.tsv", ("id\tstatement\n" + rows).encode(), "text/plain")
     assert upload.size > settings.UPLOAD_TASK_BYTES
-    response = client.post(reverse("crowd:organiser_topics_upload"), {
+    response = client.post(reverse("projects:organiser_topics_upload"), {
         "file": upload, "format": "tsv", "new_topic_set": "many", "ids": "given",
         "encoding": "utf-8"})
     row = Upload.objects.get()
-    assert response["Location"] == reverse("crowd:organiser_upload_status", args=[row.pk])
+    assert response["Location"] == reverse("projects:organiser_upload_status", args=[row.pk])
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         row.refresh_from_db()

@@ -23,13 +23,13 @@ from rest_framework.response import Response
 
 from common.api import StrictMultiPartParser, name_field, service_call
 from common.fileio import clean_name
-from crowd.selectors import topic_set_get
-from crowd.topicfiles import TOPIC_FORMATS
-from crowd.variantfiles import VARIANT_FORMATS
 from pooling.qrelsio import ID_MAPS, QRELS_FORMATS
 from pooling.selectors import qrels_list
 from retrieval.collections_io import FORMATS as COLLECTION_FORMATS
 from retrieval.selectors import collection_list
+from topics.selectors import topic_set_get
+from topics.topicfiles import TOPIC_FORMATS
+from topics.variantfiles import VARIANT_FORMATS
 
 from . import selectors, services
 from .models import Upload
@@ -59,7 +59,7 @@ class UploadSerializer(serializers.ModelSerializer):
 
     @extend_schema_field(OpenApiTypes.URI)
     def get_page(self, upload) -> str:
-        return self._absolute(reverse("crowd:organiser_upload_status", args=[upload.pk]))
+        return self._absolute(reverse("projects:organiser_upload_status", args=[upload.pk]))
 
 
 def _encoding(value: str) -> None:

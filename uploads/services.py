@@ -51,8 +51,8 @@ def _import(kind: str, path: Path, params: dict, say=None, before_commit=None,
         return lambda value: before_commit(summarise(value))
 
     if kind == "topics":
-        from crowd.services import topics_import
-        from crowd.topicfiles import iter_topics
+        from topics.services import topics_import
+        from topics.topicfiles import iter_topics
 
         def summarise(r):
             return {"topic_set": params["topic_set"],
@@ -65,8 +65,8 @@ def _import(kind: str, path: Path, params: dict, say=None, before_commit=None,
             replace=params.get("replace", False), merge_rows=params["format"] == "tsv",
             before_commit=hook(summarise)))
     if kind == "variants":
-        from crowd.services import variants_import
-        from crowd.variantfiles import iter_variants
+        from topics.services import variants_import
+        from topics.variantfiles import iter_variants
 
         def summarise(r):
             return {"topic_set": params["topic_set"],

@@ -2,7 +2,7 @@
 topic sets store their numbers of topics and statements."""
 from django.db import migrations, models
 
-from crowd.naturalsort import natural_sort_key
+from common.naturalsort import natural_sort_key
 
 
 def fill_sort_keys(apps, schema_editor):

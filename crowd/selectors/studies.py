@@ -10,10 +10,11 @@ from django.db.models import Count, Exists, OuterRef, Q
 from django.http import Http404
 from django.utils import timezone
 
+from common.naturalsort import natural_key
 from common.sql import Compiled, as_datetime, compile_query, compiled_query, fetch
 from crowd.models import Assignment, Participant, Response, Study, StudyItem
-from crowd.naturalsort import natural_key
-from crowd.normalise import normalise_query
+from topics.normalise import normalise_query
+from topics.selectors import VARIANT_EXPORT_FIELDS
 
 _STUDY_FIELDS = [f.attname for f in Study._meta.concrete_fields]
 _PARTICIPANT_FIELDS = [f.attname for f in Participant._meta.concrete_fields]
@@ -262,14 +263,11 @@ def study_variant_summary(study: Study) -> list[dict]:
     return out
 
 
-# "uncorrected": the normalised text before optional spell-correction ("" if none).
 # appended to a study's (or a published judging task's) entry address for Prolific, which
 # fills in its placeholders
 PROLIFIC_QUERY = ("?PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}"
                   "&SESSION_ID={{%SESSION_ID%}}")
 
-VARIANT_EXPORT_FIELDS = ["topic", "variant_id", "worker", "raw", "normalised", "count",
-                         "estimate", "uncorrected"]
 # a study's export also says whether the worker who gave the answer was simulated
 STUDY_EXPORT_FIELDS = [*VARIANT_EXPORT_FIELDS, "simulated"]
 

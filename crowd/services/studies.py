@@ -13,31 +13,24 @@ from django.db import connections, transaction
 from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
-from crowd import quality
-from crowd.assignment import choose_statements, order_items
 from common.sql import (
     as_datetime, compiled_query, db_value, execute, fetch, for_update, from_row, insert_params,
     insert_sql,
 )
-from crowd.models import (
-    MTURK_SUBMIT_HOSTS,
-    Assignment,
-    Participant,
-    QueryVariant,
-    Response,
-    Statement,
-    Study,
-    StudyItem,
-    TopicSet,
-)
-from crowd.normalise import normalise_query
+
+from crowd import quality
+from crowd.assignment import choose_statements, order_items
+from crowd.models import MTURK_SUBMIT_HOSTS, Assignment, Participant, Response, Study, StudyItem
 from crowd.selectors.studies import (
     ItemPage,
     item_page_from_rows,
     item_page_query,
     participant_get,
 )
-from crowd.services.topics import spell_checked, topic_vocabularies
+from topics.models import QueryVariant, Statement, TopicSet
+from topics.normalise import normalise_query
+from topics.services import spell_checked, topic_vocabularies
+
 
 class StudyError(Exception):
     """A worker action the study does not allow; ``str()`` is safe to show the worker."""

@@ -31,7 +31,7 @@ import pandas as pd
 from common import fileio
 from common.columns import Unsure, read_columns
 from common.fileio import InputError
-from crowd.naturalsort import natural_key  # the one natural order of ids (plain Python)
+from common.naturalsort import natural_key  # the one natural order of ids (plain Python)
 
 __all__ = [
     "NONPOOL",

@@ -253,7 +253,7 @@ def pool_contributing_rankings(pool, sources: dict | None = None
 def pool_topic_statements(pool) -> dict[str, str]:
     """``{topic: its title, description, narrative and statements in one text}`` for the
     topics of the pool's topic set (what a learned order takes for a relevant document)."""
-    from crowd.models import Topic
+    from topics.models import Topic
 
     out = {}
     for topic in (Topic.objects.filter(topic_set_id=pool.topic_set_id)
@@ -302,7 +302,7 @@ def task_document(task: JudgingTask, docid: str):
 
 def task_topic(task: JudgingTask, topic_id: str):
     """The crowd topic of a task's topic, with its intents and statements."""
-    from crowd.models import Topic
+    from topics.models import Topic
 
     topic = (Topic.objects.filter(topic_set_id=task.pool.topic_set_id, topic_id=topic_id)
              .prefetch_related("intents", "statements").first())
@@ -315,9 +315,9 @@ def topic_query_texts(task: JudgingTask, topic_id: str) -> dict[str, list[str]]:
     """``{docid: [query text, …]}`` for the documents of the rankings (among those that
     built the pool, cut at its depth) of one topic: the queries that retrieved each —
     user variants by their text, system runs by the topic's title."""
-    from crowd.selectors import variant_groups
     from pooling.selectors import pool_run_ids
     from retrieval.selectors import docid_strings, ranking_records
+    from topics.selectors import variant_groups
 
     pool = task.pool
     sources = {"users": ("user",), "systems": ("system",)}.get(pool.sources, ("user", "system"))

@@ -33,7 +33,7 @@ def judgments_import(path, *, format: str, name: str, topic_set_name: str | None
         raise ValueError(f"{path}: no judgments found")
     topic_set = None
     if topic_set_name is not None:
-        from crowd.selectors import topic_list, topic_set_get
+        from topics.selectors import topic_list, topic_set_get
 
         topic_set = topic_set_get(topic_set_name)
         intents = {t.topic_id: {i.intent_id for i in t.intents.all()}

@@ -104,9 +104,9 @@ def judging_task_create(
     workers of a topic. ``stop_rule`` (:func:`judging.stopping.parse_rule`; empty: none)
     stops a topic when it fires (:func:`topic_stop_check`).
     """
-    from crowd.selectors import topic_list
     from crowd.services import ACCOUNT_PREFIX
     from pooling.selectors import pool_documents
+    from topics.selectors import topic_list
 
     name = clean_name(name, "task name")
     modes = [m for m, _ in JudgingTask.MODE_CHOICES]

@@ -10,8 +10,9 @@ from django.db.models import Max
 from django.utils import timezone
 
 from common import sql
-from ..models import ITEM_TABLE, LABEL_TABLE, SLOT_TABLE, TOPIC_TABLE
-from ..models import JudgingSlot, JudgingTask, Label
+from ..models import (
+    ITEM_TABLE, LABEL_TABLE, SLOT_TABLE, TOPIC_TABLE, JudgingSlot, JudgingTask, Label,
+)
 from .queue import LeaseLost, QueueError, check_assessor, locked_assessor
 from .topic_stop import topic_stop_check
 

@@ -60,7 +60,7 @@ def _limit(text: str, limit: int) -> tuple[str, str]:
 
 
 def _run_queries(topic_set, source: str) -> list[dict]:
-    from crowd.selectors import topic_list
+    from topics.selectors import topic_list
 
     topics = {t.topic_id: t for t in topic_list(topic_set.name)}
     rows = []
@@ -77,7 +77,7 @@ def _run_queries(topic_set, source: str) -> list[dict]:
             rows.append(dict(topic=t, label=label, text=" ".join(getattr(t, field).split()),
                              weight=1, users=""))
     elif source == "variants":
-        from crowd.selectors import variant_groups
+        from topics.selectors import variant_groups
 
         for g in variant_groups(topic_set.name):
             rows.append(dict(topic=topics[g.topic_id], label=g.label, text=g.normalised,
@@ -96,7 +96,7 @@ def run_create(*, topic_set_name: str, collection_name: str, model_name: str,
     Queries whose key already has a Ranking share it at once; the other keys are queued on
     commit, ``RETRIEVAL_CHUNK_SIZE`` keys per task.
     """
-    from crowd.selectors import topic_set_get
+    from topics.selectors import topic_set_get
 
     from ..selectors import collection_get, retrieval_model_get
 

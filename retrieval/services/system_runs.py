@@ -26,7 +26,7 @@ def system_run_import(path: str | Path, *, topic_set_name: str, tag: str | None 
     is called inside the import's transaction after the last write (a caller's own mark
     commits with the run, or it raises to roll the import back).
     """
-    from crowd.selectors import topic_list, topic_set_get
+    from topics.selectors import topic_list, topic_set_get
 
     try:
         topic_set = topic_set_get(topic_set_name)

@@ -9,13 +9,13 @@ DOCS = 6
 
 
 def seed(tmp_path) -> dict:
-    from crowd.models import QueryVariant, Topic
-    from crowd.services import topics_import
-    from crowd.topicfiles import IntentRecord, TopicRecord
     from judging.services import judging_task_create, judgments_import
     from pooling.services import pool_build, pool_create, qrels_import
     from retrieval.models import Collection
     from retrieval.services import system_run_import
+    from topics.models import QueryVariant, Topic
+    from topics.services import topics_import
+    from topics.topicfiles import IntentRecord, TopicRecord
 
     topics_import("UQV", [
         TopicRecord(topic_id=t, title=f"title {t}", description=f"description {t}",

@@ -67,7 +67,7 @@ def test_topics_by_natural_key_with_dotted_ids(data, api):
     listed = api().get("/api/topic-sets/UQV/topics/").json()
     assert [t["topic_id"] for t in listed["results"]] == list(TOPICS)
     assert api().get("/api/topic-sets/UQV/").json()["answers_count"] == 2 * (1 + 2)
-    from crowd.models import TopicSet
+    from topics.models import TopicSet
 
     TopicSet.objects.create(name="empty")
     assert api().get("/api/topic-sets/empty/").json()["answers_count"] == 0  # not null
@@ -323,7 +323,7 @@ def test_docs_pages_fetch_nothing_from_elsewhere(db, client):
 
 
 def test_list_queries_do_not_grow_with_the_page(data, api, django_assert_max_num_queries):
-    from crowd.models import QueryVariant, Topic
+    from topics.models import QueryVariant, Topic
 
     topic = Topic.objects.get(topic_set__name="UQV", topic_id="UQV100.001")
     QueryVariant.objects.bulk_create([QueryVariant(topic=topic, raw=f"q{n}", normalised=f"q{n}")

@@ -30,10 +30,10 @@ MAX_EXAMPLES = 10
 
 def _known_path_parameters(pool) -> dict[str, dict[str, str]]:
     """Path parameters of the seeded objects, by operation path."""
-    from crowd.models import TopicSet
     from crowd.services import study_create
     from evaluation.services import analysis_create
     from retrieval.models import Run
+    from topics.models import TopicSet
     from uploads.models import Upload
 
     study = study_create(topic_set=TopicSet.objects.get(name="UQV"), name="s", consent_text="ok",

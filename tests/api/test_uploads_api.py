@@ -10,8 +10,8 @@ from unittest import mock
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from crowd.models import Topic
 from retrieval.models import Run
+from topics.models import Topic
 from uploads.models import Upload
 from uploads.services import upload_run
 

@@ -8,11 +8,11 @@ import re
 import pytest
 
 from common.fileio import InputError
-from crowd.topicfiles import read_topics
-from crowd.variantfiles import read_variants
 from pooling.qrelsio import read_qrels
 from retrieval.collections_io import read_collection
 from retrieval.trecrun import read_run
+from topics.topicfiles import read_topics
+from topics.variantfiles import read_variants
 
 
 def _ids_of_topics(records):

@@ -6,7 +6,6 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
-from crowd.models import QueryVariant, Topic, TopicSet
 from judging.models import Label
 from judging.services import judgments_import
 from pooling.models import PoolTopic
@@ -14,6 +13,7 @@ from pooling.services import pool_build, pool_create
 from retrieval.models import RunQuery
 from retrieval.services import system_run_import
 from tests.common.manifest_checks import fails as _fails, verify as _verify
+from topics.models import QueryVariant, Topic, TopicSet
 
 pytestmark = pytest.mark.django_db
 

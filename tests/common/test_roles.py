@@ -72,7 +72,7 @@ class Fixture(types.SimpleNamespace):
         if name == "pk":
             if "study" in view_name:
                 return self.study.pk
-            if view_name.startswith("crowd:"):
+            if view_name.startswith(("crowd:", "topics:", "projects:")):  # the set's pages
                 return self.pool.topic_set_id
             return self.run.pk if "run" in view_name else 1
         if name == "name":

@@ -7,7 +7,8 @@ from pathlib import Path
 from common.spreadsheet import spreadsheet_writer, tsv_writer
 
 ROOT = Path(__file__).resolve().parents[2]
-APPS = ["common", "config", "crowd", "retrieval", "pooling", "judging", "evaluation", "uploads"]
+APPS = ["common", "config", "topics", "crowd", "retrieval", "pooling", "judging", "evaluation",
+        "uploads", "projects"]
 
 
 def test_no_other_module_writes_csv_itself():

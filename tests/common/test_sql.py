@@ -5,7 +5,7 @@ import datetime
 import pytest
 
 from common.sql import as_datetime, compiled_query, fetch, insert_params, insert_sql
-from crowd.models import Topic, TopicSet
+from topics.models import Topic, TopicSet
 
 pytestmark = pytest.mark.django_db
 

@@ -1,6 +1,7 @@
 """Shared set-up for the study tests: a small topic set and a worker's path through it."""
-from crowd.models import Participant, Statement, Topic, TopicSet
+from crowd.models import Participant
 from crowd.services import study_create
+from topics.models import Statement, Topic, TopicSet
 
 ATTENTION = ("Ignore the description and type the word purple.", "purple")
 

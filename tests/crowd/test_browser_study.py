@@ -3,9 +3,10 @@ import itertools
 
 import pytest
 
-from crowd.models import Participant, QueryVariant
-from tests.crowd.study_helpers import make_study, make_topic_set
+from crowd.models import Participant
 from tests.browser import BROWSER_MARKS, chromium
+from tests.crowd.study_helpers import make_study, make_topic_set
+from topics.models import QueryVariant
 
 pytestmark = BROWSER_MARKS
 

@@ -3,9 +3,9 @@ import pytest
 from django.test import Client
 from django.urls import NoReverseMatch, reverse
 
-from crowd.models import QueryVariant, Statement, Topic, TopicSet
-from crowd.naturalsort import natural_key
+from common.naturalsort import natural_key
 from tests.crowd.study_helpers import arrive, consent, finish, make_study
+from topics.models import QueryVariant, Statement, Topic, TopicSet
 
 pytestmark = pytest.mark.django_db
 
@@ -24,7 +24,7 @@ def test_natural_key_imports_no_django():
     import sys
     from pathlib import Path
 
-    code = "import sys, crowd.naturalsort, common.spreadsheet; assert 'django' not in sys.modules"
+    code = "import sys, common.naturalsort, common.spreadsheet; assert 'django' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True,
                    cwd=Path(__file__).resolve().parents[2], env={"PATH": ""})
 
@@ -40,10 +40,8 @@ def shuffled_set():
 
 
 def test_crowd_selectors_sort_topics_naturally(shuffled_set):
-    from crowd.selectors import (
-        study_export_rows, study_variant_summary, topic_list, topic_page, variant_groups,
-        variant_list_by_topic,
-    )
+    from crowd.selectors import study_export_rows, study_variant_summary
+    from topics.selectors import topic_list, topic_page, variant_groups, variant_list_by_topic
 
     assert [t.topic_id for t in topic_list("nat")] == NATURAL_IDS
     assert [t.topic_id for t in topic_page(shuffled_set)[0]] == NATURAL_IDS
@@ -59,7 +57,7 @@ def test_crowd_selectors_sort_topics_naturally(shuffled_set):
 
 
 def test_topic_set_page_lists_topics_naturally(shuffled_set, admin_client):
-    r = admin_client.get(reverse("crowd:topic_set_detail", args=[shuffled_set.pk]))
+    r = admin_client.get(reverse("topics:topic_set_detail", args=[shuffled_set.pk]))
     assert r.status_code == 200
     body = r.content.decode()
     cells = [body.index(f'<td class="topic-id">{tid}</td>') for tid in NATURAL_IDS]
@@ -76,8 +74,8 @@ def test_crowd_index_is_a_page_for_everyone(shuffled_set, admin_client, django_u
     assert r.status_code == 200 and b"organisers" in r.content
     r = admin_client.get("/crowd/")
     assert r.status_code == 200
-    assert reverse("crowd:topic_set_detail", args=[shuffled_set.pk]).encode() in r.content
-    assert Client().get(reverse("crowd:topic_set_detail", args=[shuffled_set.pk])).status_code == 302
+    assert reverse("topics:topic_set_detail", args=[shuffled_set.pk]).encode() in r.content
+    assert Client().get(reverse("topics:topic_set_detail", args=[shuffled_set.pk])).status_code == 302
 
 
 def test_sign_in_lands_on_a_page_and_sign_out_is_a_post(django_user_model):

@@ -10,8 +10,9 @@ import pytest
 from django.db import connection
 from django.test import Client
 
-from crowd.models import Assignment, Participant, QueryVariant, Response
+from crowd.models import Assignment, Participant, Response
 from tests.crowd.study_helpers import entry_url, item_url, make_study
+from topics.models import QueryVariant
 
 pytestmark = pytest.mark.django_db
 

@@ -3,12 +3,13 @@ their ids: the demo's simulation sets the flag, a person arriving through the st
 never has it."""
 import pytest
 
-from crowd.demo import simulated_workers_answer
-from crowd.models import Participant, Response, TopicSet
-from crowd.services import study_create, topics_import
-from crowd.services import studies as study_services
+from crowd.models import Participant, Response
+from crowd.services import studies as study_services, study_create
 from crowd.simulated import content_words
-from crowd.topicfiles import TopicRecord
+from projects.demo import simulated_workers_answer
+from topics.models import TopicSet
+from topics.services import topics_import
+from topics.topicfiles import TopicRecord
 
 pytestmark = pytest.mark.django_db
 

@@ -4,7 +4,8 @@ import json
 import pytest
 from django.test import Client
 
-from crowd.models import QueryVariant, Response
+from crowd.models import Response
+from topics.models import QueryVariant
 from tests.crowd.study_helpers import (
     arrive, consent, item_url, make_study, participant,
 )

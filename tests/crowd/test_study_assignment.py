@@ -160,15 +160,17 @@ def test_concurrent_double_submit_keeps_one_answer():
     assert not errors
     assert sum(r.accepted for r in results) == 1
     assert sum(r.duplicate for r in results) == 7
-    from crowd.models import QueryVariant, Response
+    from crowd.models import Response
+    from topics.models import QueryVariant
 
     assert Response.objects.count() == 1 and QueryVariant.objects.count() == 1
 
 
 @pytest.mark.django_db
 def test_gold_items_go_to_everyone_and_are_scored_not_failed():
-    from crowd.models import Response, Statement
+    from crowd.models import Response
     from crowd.services import study_create
+    from topics.models import Statement
 
     ts = make_topic_set(3)
     gold_statement = Statement.objects.get(topic__topic_id="UQV100.003")

@@ -2,7 +2,8 @@
 import pytest
 from django.test import Client
 
-from crowd.models import Assignment, Participant, QueryVariant, Response
+from crowd.models import Assignment, Participant, Response
+from topics.models import QueryVariant
 from tests.crowd.study_helpers import (
     arrive, consent, entry_url, finish, item_url, make_study, make_topic_set, participant,
 )

@@ -64,8 +64,8 @@ def test_intent_properties_on_stored_judgment_sets(tmp_path):
 def test_intent_properties_topic_set(tmp_path):
     from django.core.management.base import CommandError
 
-    from crowd.models import Topic, TopicSet
     from judging.services import judgments_import
+    from topics.models import Topic, TopicSet
 
     a = _write(tmp_path / "intents.tsv", INTENT_LABELS + [("U", "1", "d1", "A", 1)])
     judgments_import(str(a), format="tsv", name="intents")

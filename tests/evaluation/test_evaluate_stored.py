@@ -5,9 +5,9 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
-from crowd.models import Topic, TopicSet
 from judging.services import judgments_import
 from retrieval.services import system_run_import
+from topics.models import Topic, TopicSet
 
 pytestmark = pytest.mark.django_db
 

@@ -84,10 +84,10 @@ def test_evaluate_text_tampered_output_is_named(tmp_path):
 
 @pytest.mark.django_db
 def test_evaluate_recomputes_from_stored_judgments(tmp_path):
-    from crowd.models import Topic, TopicSet
     from judging.models import Label
     from judging.services import judgments_import
     from retrieval.services import system_run_import
+    from topics.models import Topic, TopicSet
 
     ts = TopicSet.objects.create(name="m")
     for tid in ("1", "2"):

@@ -102,9 +102,9 @@ def test_ir_measures_measures_need_ad_hoc_qrels(shared_data):
 
 @pytest.mark.django_db
 def test_stored_runs_and_judgments_give_the_values_of_the_files(shared_data):
-    from crowd.models import Topic, TopicSet
     from judging.services import judgments_import
     from retrieval.services import system_run_import
+    from topics.models import Topic, TopicSet
 
     ts = TopicSet.objects.create(name="web2011")
     Topic.objects.bulk_create([Topic(topic_set=ts, topic_id=str(t), title=f"topic {t}") for t in range(101, 151)])

@@ -76,13 +76,13 @@ def test_pseudo_qrels_from_a_stored_pool(tmp_path, pages_index):
     from django.core.management import call_command
     from django.core.management.base import CommandError
 
-    from crowd.models import Intent
     from judging.doctext import document_text
     from judging.models import JudgmentSet
     from pooling.selectors import pool_docids_by_topic
     from retrieval.models import Collection
     from retrieval.selectors import document_raw
     from tests.judging.conftest import make_pool
+    from topics.models import Intent
 
     pool = make_pool(tmp_path, docs=4)
     for t in ("1", "2"):

@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 from django.core.management import CommandError, call_command
 
-from crowd.models import Topic, TopicSet
 from evaluation import variance
 from evaluation.variability import spread, variability
 from judging.services import judgments_import
@@ -18,6 +17,7 @@ from pooling.services import qrels_import
 from retrieval.models import Ranking, RetrievalModel, Run, RunQuery
 from retrieval.rankings import pack
 from retrieval.services import docids_ensure
+from topics.models import Topic, TopicSet
 
 pytestmark = pytest.mark.django_db
 

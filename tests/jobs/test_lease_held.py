@@ -11,8 +11,8 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.utils import timezone
 
-from crowd.models import Topic, TopicSet
 from jobs import leases
+from topics.models import Topic, TopicSet
 
 pytestmark = pytest.mark.django_db
 
@@ -119,7 +119,7 @@ def test_an_analysis_taken_over_discards_its_result():
 
 
 def test_an_upload_taken_over_rolls_its_import_back(settings, tmp_path, monkeypatch):
-    from crowd import topicfiles
+    from topics import topicfiles
     from uploads import services
     from uploads.models import Upload
 

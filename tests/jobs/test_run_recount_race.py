@@ -10,13 +10,13 @@ import threading
 import pytest
 from django.db import connections
 
-from crowd.models import Topic, TopicSet
 from jobs import leases
 from jobs.services import reconcile_all
 from retrieval import services
 from retrieval.services import runs
 from retrieval.models import Collection, Ranking, Run, RunChunk
 from tests.workers import require_postgresql
+from topics.models import Topic, TopicSet
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from crowd.models import QueryVariant, Topic, TopicSet
 from jobs.services import reconcile_all
 from tests.workers import _database_url, require_postgresql
+from topics.models import QueryVariant, Topic, TopicSet
 from uploads.models import Upload
 from uploads.services import upload_create, upload_run
 
@@ -32,8 +32,8 @@ KILLED_BEFORE_COMMIT = textwrap.dedent("""
     import os, signal, sys
     import django
     django.setup()
-    from jobs import leases
     from crowd.models import QueryVariant
+    from jobs import leases
 
     def killed_here(model, pk, holder):
         print("imported before the kill:", QueryVariant.objects.count(), flush=True)

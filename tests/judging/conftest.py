@@ -8,8 +8,8 @@ from django.core.management import call_command
 def make_pool(tmp_path, *, topics=("1", "2"), docs=6, name="p", intents=("1", "2")):
     """Topic set ``ts``; runs ``r1`` (d1..dN) and ``r2`` (dN..d1) per topic; a depth-N
     pool from the systems named ``name``. Returns the pool."""
-    from crowd.models import Intent, Topic, TopicSet
     from pooling.selectors import pool_get
+    from topics.models import Intent, Topic, TopicSet
 
     ts, _ = TopicSet.objects.get_or_create(name="ts")
     for t in topics:

@@ -118,7 +118,7 @@ def test_bad_lines_name_the_line_and_store_nothing(tmp_path, text, message):
 
 
 def test_topic_set_check_and_duplicate_name(tmp_path):
-    from crowd.models import Intent, Topic, TopicSet
+    from topics.models import Intent, Topic, TopicSet
 
     ts = TopicSet.objects.create(name="ts")
     topic = Topic.objects.create(topic_set=ts, topic_id="1")

@@ -54,7 +54,7 @@ def alice(client, django_user_model):
 
 
 def test_smart_document_as_fields_and_the_statement_once(tmp_path, smart_index, alice):
-    from crowd.models import Statement, Topic
+    from topics.models import Statement, Topic
 
     pool = make_pool(tmp_path)
     # a SMART topic: the query is its title, its description and its one statement

@@ -21,7 +21,7 @@ def test_a_demo_like_submit_is_flagged_and_a_persons_is_not(tmp_path, django_use
 
     task = services.judging_task_create(pool=make_pool(tmp_path, topics=("1",)), name="t",
                                         mode="topic", redundancy=2, batch=1)
-    # as crowd.demo's step 8 does
+    # as projects.demo's step 8 does
     sim = services.batch_lease(task, "sim-assessor")[0]
     services.judgment_submit(task, "sim-assessor", sim.item_id, {"": 1},
                              submit_key=f"sim-{sim.slot_id}", simulated=True)

@@ -216,7 +216,7 @@ def test_simulate_judging_tau_curve(tmp_path):
 
     from .conftest import make_pool
 
-    from crowd.models import Topic, TopicSet
+    from topics.models import Topic, TopicSet
 
     ts = TopicSet.objects.create(name="ts")
     for t in ("1", "2"):

@@ -12,10 +12,11 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.db.models import Count
 
-from crowd.models import Assignment, QueryVariant, Statement, Topic
+from crowd.models import Assignment
 from judging import services
 from judging.models import JudgingItem, JudgingSlot, JudgingTask, Label, TaskTopic
 from pooling.selectors import pool_docids_by_topic
+from topics.models import QueryVariant, Statement, Topic
 
 from .conftest import make_pool
 
@@ -29,8 +30,8 @@ def study_with_answers(workers=3):
     workers per statement, answered by simulated workers (``sim-01``…) through the crowd
     services. ``{topic: sorted worker ids}`` of who wrote a query for which topic, read
     from the workers' assignments (not from the variants the task reads)."""
-    from crowd.demo import simulated_workers_answer
     from crowd.services import study_create
+    from projects.demo import simulated_workers_answer
 
     for t in Topic.objects.filter(topic_set__name="ts"):
         Statement.objects.create(topic=t, position=0,
@@ -262,8 +263,9 @@ def test_user_mode_task_is_finished_once_every_writer_has_judged(setup):
 def test_a_signed_in_writer_judges_their_topic_on_the_judging_page(tmp_path, client,
                                                                   django_user_model):
     from crowd.models import Participant
-    from crowd.services import participant_arrive, participant_consent, response_submit
-    from crowd.services import study_create
+    from crowd.services import (
+        participant_arrive, participant_consent, response_submit, study_create,
+    )
 
     pool = make_pool(tmp_path)
     alice = django_user_model.objects.create_user("alice", password="pw")

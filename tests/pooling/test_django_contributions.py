@@ -17,13 +17,13 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.urls import reverse
 
-from crowd.models import QueryVariant
-from crowd.selectors import variant_label
 from pooling import analysis, selectors, services
 from pooling.models import Pool
 from retrieval.models import Collection, RetrievalModel, Run, RunQuery
 from retrieval.services import docids_ensure
 from tests.pooling.test_django_pools import make_ranking, make_topic_set
+from topics.models import QueryVariant
+from topics.selectors import variant_label
 
 T0 = dt.datetime(2026, 1, 5, 9, 0, tzinfo=dt.timezone.utc)
 

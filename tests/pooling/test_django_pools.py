@@ -10,10 +10,10 @@ from io import StringIO
 import numpy as np
 import pytest
 
-from crowd.models import Topic, TopicSet
 from retrieval.models import Ranking, RetrievalModel, Run, RunQuery
 from retrieval.rankings import pack
 from retrieval.services import docids_ensure
+from topics.models import Topic, TopicSet
 
 VOCAB = ["doc-f", "doc-e", "doc-d", "doc-c", "doc-b", "doc-a"]  # ids ascend, strings descend
 

@@ -6,9 +6,9 @@ from collections import defaultdict
 
 import pytest
 
-from crowd.models import Topic, TopicSet
 from pooling import selectors, services
 from retrieval.services import system_run_import
+from topics.models import Topic, TopicSet
 
 
 def read_ranked(path) -> dict[str, list[tuple[str, float]]]:

@@ -52,9 +52,9 @@ def _fresh_vocabulary_cache():
 def cacm_titles(transactional_db, settings, cacm_index, cacm_queries):
     """A CACM collection row over the session's index and 24 of its queries as titles
     (6 chunks of 4), for tests with real worker processes on PostgreSQL."""
-    from crowd.models import Topic, TopicSet
     from retrieval.models import Collection
     from tests.workers import require_postgresql
+    from topics.models import Topic, TopicSet
 
     require_postgresql()
     settings.RETRIEVAL_CHUNK_SIZE = 4

@@ -6,8 +6,8 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from crowd.models import Topic, TopicSet
 from retrieval.models import Run
+from topics.models import Topic, TopicSet
 
 pytestmark = pytest.mark.django_db
 

@@ -6,9 +6,9 @@ import time
 import pytest
 from django.db import connection
 
-from crowd.models import TopicSet
-from pooling.models import Pool
 from jobs import leases
+from pooling.models import Pool
+from topics.models import TopicSet
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

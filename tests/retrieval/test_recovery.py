@@ -14,14 +14,14 @@ from cachetools import LRUCache
 from django.core.management import call_command
 from django.utils import timezone
 
-from crowd.models import Topic, TopicSet
-from pooling.models import Pool
 from jobs import leases
 from jobs.services import reconcile_all
+from pooling.models import Pool
 from pooling.services import pool_build, pool_create
 from retrieval.services import runs, vocabulary
 from retrieval.models import Collection, Run, RunChunk
 from retrieval.services import chunk_fail, chunk_retrieve, run_create
+from topics.models import Topic, TopicSet
 
 pytestmark = pytest.mark.django_db
 

@@ -35,10 +35,10 @@ import numpy as np
 import pytest
 from django.core.management import call_command
 
-from crowd.models import Topic, TopicSet
 from retrieval import anserini
 from retrieval.models import Collection, RunChunk
 from retrieval.services import chunk_retrieve, run_create
+from topics.models import Topic, TopicSet
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db]
 

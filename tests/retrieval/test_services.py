@@ -8,12 +8,12 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from crowd.models import QueryVariant, Topic, TopicSet
 from retrieval import anserini
 from retrieval.models import Collection, Docid, Ranking, Run, RunChunk, RunQuery
 from retrieval.rankings import unpack
 from retrieval.selectors import docid_strings, ranking_records
 from retrieval.services import RetrievalError, chunk_retrieve, run_create
+from topics.models import QueryVariant, Topic, TopicSet
 
 pytestmark = pytest.mark.django_db
 

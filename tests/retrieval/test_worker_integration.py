@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from crowd.models import Topic, TopicSet
 from retrieval import anserini
 from retrieval.models import Collection, Ranking, Run, RunQuery
 from retrieval.selectors import run_rankings
 from retrieval.services import run_create
 from tests.retrieval.test_reference_map import CACM_MAP
+from topics.models import Topic, TopicSet
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from crowd.models import Topic
 from retrieval.models import Ranking, Run, RunChunk, RunQuery
 from retrieval.services import run_create
 from tests.workers import CeleryBroker, Worker
+from topics.models import Topic
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

@@ -2,9 +2,10 @@
 from django.core.management.base import BaseCommand, CommandError
 from django.urls import reverse
 
-from crowd.models import Statement, Study, TopicSet
+from crowd.models import Study
 from crowd.selectors import PROLIFIC_QUERY
 from crowd.services import study_create
+from topics.models import Statement, TopicSet
 
 UQV100_ESTIMATES = "0\n1\n2\n3-5\n6-10\n11-100\n101+"
 

@@ -141,10 +141,10 @@ class Command(ManifestMixin, BaseCommand):
     def _stored(o) -> dict:
         """The pool's documents by topic, a reader of its collection's stored text, and
         the topic set's titles and intent descriptions."""
-        from crowd.selectors import topic_list
         from judging.doctext import document_text
         from pooling.selectors import pool_docids_by_topic, pool_get
         from retrieval.selectors import collection_get, document_raw
+        from topics.selectors import topic_list
 
         pool_row = pool_get(o["stored_pool"])
         if pool_row.status != pool_row.STATUS_DONE:

@@ -6,12 +6,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from common.fileio import OutputError, atomic_output
 from common.manifest_command import ManifestMixin
-from common.spreadsheet import spreadsheet_writer
 from pooling import selectors
-
-
-def _weight(w: float) -> str:
-    return repr(float(w))
 
 
 class Command(ManifestMixin, BaseCommand):
@@ -32,38 +27,18 @@ class Command(ManifestMixin, BaseCommand):
 
     def handle(self, *args, **o):
         try:
-            pool = selectors.pool_get(o["pool"])
+            pool = selectors.pool_done_get(o["pool"])
         except ValueError as exc:
             raise CommandError(str(exc)) from None
-        if pool.status != pool.STATUS_DONE:
-            raise CommandError(f"pool {pool.label} is {pool.status}, not done")
         to_stdout = o["out"] == "-"
         try:
             with contextlib.ExitStack() as stack:
                 out = self.stdout if to_stdout else stack.enter_context(
                     atomic_output(Path(o["out"]), newline=""))
-                n = self._write(out, pool, o["format"])
+                n = selectors.pool_export_write(out, pool, o["format"])
         except (OutputError, ValueError) as exc:
             raise CommandError(str(exc)) from None
         except OSError as exc:
             raise CommandError(f"cannot write {o['out']}: {exc.strerror}") from None
         if not to_stdout:
             self.stderr.write(f"wrote {n} documents of pool {pool.label} to {o['out']}")
-
-    def _write(self, out, pool, fmt) -> int:
-        n = 0
-        if fmt == "csv":
-            w = spreadsheet_writer(out)
-            w.writerow(["topic", "docid", "weight", "min_rank", "users", "systems"])
-        tag = pool.label.replace(" ", "_")
-        for d in selectors.pool_documents(pool):
-            if fmt == "csv":
-                w.writerow([d.topic_id, d.docid, float(d.weight), d.min_rank, d.users,
-                            d.systems])
-            elif fmt == "trec":
-                out.write(f"{d.topic_id} Q0 {d.docid} {d.rank} {_weight(d.weight)} {tag}\n")
-            else:
-                out.write(f"{d.topic_id} {d.docid} {_weight(d.weight)} {d.min_rank} "
-                          f"{d.users} {d.systems}\n")
-            n += 1
-        return n

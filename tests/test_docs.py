@@ -63,12 +63,19 @@ def test_the_site_builds_strictly_and_fetches_nothing(tmp_path):
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
     )
     assert done.returncode == 0, done.stderr[-4000:]
-    # a reference page per command, generated from its parser
-    commands = sorted(p.stem for p in ROOT.glob("*/management/commands/[a-z]*.py"))
-    assert len(commands) > 20
-    for name in commands:
+    # a reference page per command, listing every option its parser has
+    from django.core.management import get_commands, load_command_class
+
+    commands = {p.stem: p.parts[-4] for p in
+                (q.relative_to(ROOT) for q in ROOT.glob("*/management/commands/[a-z]*.py"))}
+    assert len(commands) > 20 and all(get_commands().get(n) == a for n, a in commands.items())
+    for name, app in commands.items():
         page = (site / "reference" / "commands" / f"{name}.html").read_text(encoding="utf-8")
         assert f"python manage.py {name}" in page, name
+        parser = load_command_class(app, name).create_parser("manage.py", name)
+        for action in parser._actions:
+            if action.option_strings:
+                assert action.option_strings[-1] in page, (name, action.option_strings)
     evaluate = (site / "reference" / "commands" / "evaluate.html").read_text(encoding="utf-8")
     assert "--measures MEASURES" in evaluate and "trec_eval -c" in evaluate
     assert "--verbosity" not in evaluate.split("Every command also takes")[0]

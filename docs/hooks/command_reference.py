@@ -6,6 +6,7 @@ builds each command's own argument parser and prints a JSON object
 process of its own, so the pages are always what `manage.py COMMAND --help` says.
 """
 import argparse
+import html
 import json
 import os
 import sys
@@ -33,7 +34,16 @@ def project_commands() -> dict[str, str]:
 
 
 def _escape(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    """Plain help text as Markdown that shows it as written, in a table cell or not."""
+    text = html.escape(text, quote=False)
+    for char in "\\`*_[]|":
+        text = text.replace(char, "\\" + char)
+    return text.replace("\n", " ")
+
+
+def _cell(markdown: str) -> str:
+    """Markdown (code spans included) inside a table cell."""
+    return markdown.replace("|", "\\|")
 
 
 def _default(action: argparse.Action) -> str:
@@ -93,13 +103,14 @@ def render(name: str, app: str) -> str:
         lines += [f"## {title}", "", "| argument | choices | default | meaning |", "|---|---|---|---|"]
         for action in actions:
             choices = ", ".join(f"`{c}`" for c in action.choices) if action.choices else ""
+            choices = _cell(choices)
             helptext = "" if action.help in (None, argparse.SUPPRESS) else str(action.help)
             if "%(" in helptext:
                 helptext = helptext % {**vars(action), "prog": parser.prog}
             if action.required and action.option_strings:
                 helptext = (helptext + " (required)").strip()
             lines.append(
-                f"| {_names(action)} | {_escape(choices)} | {_escape(_default(action))} "
+                f"| {_cell(_names(action))} | {choices} | {_cell(_default(action))} "
                 f"| {_escape(helptext)} |"
             )
         lines.append("")
@@ -113,8 +124,9 @@ def render(name: str, app: str) -> str:
             lines.append(f"- {'exactly one' if group.required else 'at most one'} of {names}")
         lines.append("")
     lines += [
-        "Every command also takes Django's common options (`--verbosity`, `--settings`, "
-        "`--pythonpath`, `--traceback`, `--no-color`, `--force-color`, `--skip-checks`).",
+        "Every command also takes Django's common options (`--help`, `--version`, "
+        "`--verbosity`, `--settings`, `--pythonpath`, `--traceback`, `--no-color`, "
+        "`--force-color`, `--skip-checks`).",
         "",
     ]
     return "\n".join(lines)

@@ -124,3 +124,10 @@ def test_the_console_examples_run(tmp_path, shared_data):
             failures.append(f"{where}\n  did not print: {missing}\n  printed:\n{r['stdout'][-1500:]}")
     assert not failures, "\n".join(failures)
     print(f"{len(results)} documented commands ran in {time.monotonic() - started:.1f} s")
+
+
+def test_the_readme_links_to_pages_that_exist():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    links = re.findall(r"\]\((docs/[^)#]+)(?:#[^)]*)?\)", readme)
+    assert len(links) >= 10
+    assert not [link for link in links if not (ROOT / link).is_file()]

@@ -1,6 +1,6 @@
 """Who may use which page and which API route: one table, enforced in one place.
 
-Three roles (README, "Roles"):
+Three roles (docs/roles.md):
 
 - **organisers** are staff accounts: every page and every API route;
 - **assessors** are signed-in accounts that are not staff: the judging pages and the API

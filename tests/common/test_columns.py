@@ -246,5 +246,5 @@ def test_read_runs_with_long_and_short_stretches_equals_the_line_reader(tmp_path
         assert bulk.vocab_index == lines.vocab_index
     bad = tmp_path / "dup.txt"
     bad.write_text(paths[0].read_text() + "1 Q0 X 9 0.0 tag0\n1 Q0 X 10 0.0 tag0\n")
-    with pytest.raises(eval_runs.EvaluationInputError, match=r"dup.txt, line 902: document 'X' appears twice"):
+    with pytest.raises(InputError, match=r"dup.txt, line 902: document 'X' appears twice"):
         eval_runs.read_runs([bad])

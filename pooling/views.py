@@ -15,7 +15,7 @@ from django.views.decorators.http import require_POST
 from common import figures
 from common.figure_pages import PagePlot, attachment, download, figure_html
 
-from . import analysis, selectors, services, figures as paper_figures
+from . import analysis, paper, selectors, services, figures as paper_figures
 from .models import Pool
 
 
@@ -143,7 +143,7 @@ def pool_detail(request, ref):
         ctx["qrels"] = qrels
         ctx["coverage"] = analysis.pool_coverage(pool, qrels)
         try:
-            rows = analysis.rank_weight_rows(pool, qrels, topic_id=topic)
+            rows = paper.rank_weight_rows(pool, qrels, topic_id=topic)
         except ValueError as exc:
             form.add_error("topic", str(exc))
             rows = []
@@ -370,7 +370,7 @@ def paper_figures_view(request):
         d = form.cleaned_data
         model = d["model"] or None
         try:
-            rows, results = analysis.pool_growth_rows(
+            rows, results = paper.pool_growth_rows(
                 d["topic_set"], depths=d["depths"], model_name=model, orders=d["orders"])
         except ValueError as exc:
             ctx["notes"]["figure1"] = str(exc)
@@ -386,7 +386,7 @@ def paper_figures_view(request):
         else:
             ctx["rbo"] = res["summary"]
             title = f"Figure 2: RBO (p = {d['p']:g}) distributions"
-            plots["figure2"] = PagePlot(title, analysis.rbo_distribution_rows(res),
+            plots["figure2"] = PagePlot(title, paper.rbo_distribution_rows(res),
                                         lambda rows: paper_figures.rbo_distribution_figure(
                                             rows, title=title))
         qrels = selectors.qrels_get(d["qrels"]) if d["qrels"] else None
@@ -398,7 +398,7 @@ def paper_figures_view(request):
                 topic = d["topic"] or next(iter(selectors.pool_sizes(pool)), None)
                 if topic is None:
                     raise ValueError(f"pool {pool.label} has no topics")
-                rows = analysis.rank_weight_rows(pool, qrels, topic_id=topic)
+                rows = paper.rank_weight_rows(pool, qrels, topic_id=topic)
             except ValueError as exc:
                 ctx["notes"]["figure3"] = str(exc)
             else:
@@ -407,7 +407,7 @@ def paper_figures_view(request):
                 plots["figure3"] = PagePlot(title, rows, lambda rows: paper_figures.rank_weight_figure(
                     rows, title=title))
             try:
-                ctx["table1"] = analysis.judgment_table(d["topic_set"], depth=d["depth"],
+                ctx["table1"] = paper.judgment_table(d["topic_set"], depth=d["depth"],
                                                         qrels=qrels, model_name=model)
             except ValueError as exc:
                 ctx["notes"]["table1"] = str(exc)

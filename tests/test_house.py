@@ -1,5 +1,6 @@
 """The shape of the house: the apps follow the pipeline and each imports only apps before
-it; no two files import each other, however indirectly.
+it; no two files import each other, however indirectly; no module runs past 600 lines
+unless it is one concept and says which.
 
 Every module of the apps is read with ``ast`` (imports at module level and inside
 functions alike: an import inside a function is not a way around the order); migrations
@@ -166,3 +167,23 @@ def test_cycle_finder_finds_a_cycle_through_a_package_init():
 def test_no_import_cycle_between_files():
     cycles = _cycles(_graph())
     assert not cycles, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in cycles)
+
+
+MAX_LINES = 600
+ONE_CONCEPT = "One concept:"
+
+
+def test_no_module_is_longer_than_600_lines_unless_it_is_one_concept():
+    """A long module mixes jobs: split it by job. A module that is one concept may be
+    longer when its docstring's first line says which (``One concept: ...``)."""
+    found = []
+    for name, path in _modules().items():
+        text = path.read_text(encoding="utf-8")
+        lines = len(text.splitlines())
+        if lines <= MAX_LINES:
+            continue
+        doc = ast.get_docstring(ast.parse(text, str(path))) or ""
+        if not doc.lstrip().startswith(ONE_CONCEPT):
+            found.append(f"{path.relative_to(ROOT)}: {lines} lines (at most {MAX_LINES}, or a "
+                         f"docstring whose first line starts with {ONE_CONCEPT!r})")
+    assert not found, "\n".join(found)

@@ -36,7 +36,7 @@ from common import figures as figure_output
 from common.fileio import OutputError, atomic_output
 from common.manifest_command import ManifestMixin
 from common.spreadsheet import spreadsheet_writer
-from pooling import analysis, selectors, figures as paper_figures
+from pooling import analysis, paper, selectors, figures as paper_figures
 
 #: the seed paper's figures and tables: CSV on standard output unless --json
 PAPER = ("figure1", "figure2", "figure3", "table1")
@@ -283,7 +283,7 @@ class Command(ManifestMixin, BaseCommand):
 
     def _figure1(self, o):
         topic_set, run_ids, _pool = self._runs_of(o)
-        rows, results = analysis.pool_growth_rows(
+        rows, results = paper.pool_growth_rows(
             topic_set, depths=o["depths"], model_name=o["model"],
             collection_name=o["collection"], orders=o["orders"], seed=o["seed"],
             run_ids=run_ids)
@@ -303,7 +303,7 @@ class Command(ManifestMixin, BaseCommand):
             collection_name=o["collection"], max_pairs=o["max_pairs"], seed=o["seed"],
             run_ids=run_ids)
         self._pin_runs(res["runs"])
-        rows = analysis.rbo_distribution_rows(res, bins=o["bins"])
+        rows = paper.rbo_distribution_rows(res, bins=o["bins"])
         title = f"RBO (p = {o['p']:g}) distributions"
         self._draw = lambda: paper_figures.rbo_distribution_figure(rows, title=title)
         cols = list(paper_figures.RBO_COLUMNS)
@@ -316,7 +316,7 @@ class Command(ManifestMixin, BaseCommand):
         qrels = selectors.qrels_get(o["qrels"])
         if o["limit"] < 1:
             raise ValueError("--limit must be at least 1")
-        rows = analysis.rank_weight_rows(pool, qrels, topic_id=o["topic"], limit=o["limit"])
+        rows = paper.rank_weight_rows(pool, qrels, topic_id=o["topic"], limit=o["limit"])
         if rows:
             first = rows[0]["topic"]
             drawn = [r for r in rows if r["topic"] == first]
@@ -329,7 +329,7 @@ class Command(ManifestMixin, BaseCommand):
     def _table1(self, o):
         topic_set, run_ids, _pool = self._runs_of(o)
         qrels = selectors.qrels_get(o["qrels"])
-        data = analysis.judgment_table(topic_set, depth=o["depth"], qrels=qrels,
+        data = paper.judgment_table(topic_set, depth=o["depth"], qrels=qrels,
                                        model_name=o["model"], collection_name=o["collection"],
                                        run_ids=run_ids)
         self._pin_runs(data["runs"])

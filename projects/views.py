@@ -155,6 +155,10 @@ class RetrievalForm(_Choices):
     source = forms.ChoiceField(choices=[("titles", "topic titles"), ("descriptions", "topic descriptions"),
                                         ("variants", "user query variants")])
     depth = forms.IntegerField(min_value=1, max_value=10000, initial=1000)
+    system_runs = forms.BooleanField(
+        required=False, label="Also run the model over titles as system runs",
+        help_text="over the topic titles (and descriptions, where the topics have them): "
+                  "once finished, choose them as system runs when building a pool")
     dynamic = {"topic_set": _topic_set_choices, "collection": _collection_choices,
                "model": _model_choices}
 
@@ -178,14 +182,43 @@ class JudgingTaskForm(_Choices):
         return [a for a in re.split(r"[\s,]+", self.cleaned_data["assessors"]) if a]
 
 
-class PoolBuildSelectForm(_Choices):
-    """The pooling page's build form with selects; it posts to that page's own view."""
+def _system_run_choices(topic_set_name: str):
+    """The finished system runs of a topic set and its finished title and description runs
+    (which become system runs when chosen)."""
+    from projects.services import SYSTEM_RUN_SOURCES
+    from retrieval.models import Run
+    from retrieval.selectors import run_list
 
-    topic_set = forms.ChoiceField()
-    model = forms.ChoiceField(required=False)
-    collection = forms.ChoiceField(required=False)
-    dynamic = {"topic_set": _topic_set_choices, "collection": _collection_choices,
-               "model": _model_choices}
+    choices = []
+    for run in run_list(topic_set_name).filter(status="done").order_by("pk"):
+        if run.kind == Run.KIND_SYSTEM:
+            choices.append((str(run.pk), f"system run {run.tag}"))
+        elif run.source in SYSTEM_RUN_SOURCES:
+            choices.append((str(run.pk), f"{run.model.name} over {run.source} of "
+                                         f"{run.collection.name} (run {run.pk})"))
+    return choices
+
+
+class ProjectPoolForm(_Choices):
+    """A pool of one topic set, with the system runs it takes chosen by the organiser."""
+
+    sources = forms.ChoiceField(choices=[("users", "users"), ("systems", "systems"),
+                                         ("combined", "combined")])
+    strategy = forms.ChoiceField(choices=[("depth", "depth: shallowest rank first"),
+                                          ("rbp", "rbp: heaviest RBP weight first")])
+    depth = forms.IntegerField(min_value=1, initial=100)
+    model = forms.ChoiceField(required=False, help_text="of the user-variant rankings")
+    collection = forms.ChoiceField(required=False, help_text="of the user-variant rankings")
+    system_runs = forms.MultipleChoiceField(
+        required=False, widget=forms.CheckboxSelectMultiple,
+        help_text="the system runs of a systems or combined pool (empty: every system run); "
+                  "a title or description run chosen here is kept as a system run")
+    name = forms.CharField(max_length=100, required=False)
+    dynamic = {"collection": _collection_choices, "model": _model_choices}
+
+    def __init__(self, *args, topic_set_name: str, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["system_runs"].choices = _system_run_choices(topic_set_name)
 
 
 def _upload(request, kind, params, *, background=False):
@@ -315,9 +348,19 @@ def retrieval_launch(request):
     from retrieval.services import run_create
 
     def action(d, request):
+        from projects.services import system_runs_launch
+
         run = run_create(topic_set_name=d["topic_set"], collection_name=d["collection"],
                          model_name=d["model"], depth=d["depth"], source=d["source"])
         messages.success(request, f"run {run.id} queued ({run.total} queries)")
+        if d["system_runs"]:
+            extra = system_runs_launch(topic_set_name=d["topic_set"],
+                                       collection_name=d["collection"], model_name=d["model"],
+                                       depth=d["depth"], skip=d["source"])
+            kept = [run] if d["source"] in ("titles", "descriptions") else []
+            for r in kept + extra:
+                messages.info(request, f"run {r.id} over {r.source}: choose it as a system run "
+                                       "when building a pool, once it is done")
         return redirect("retrieval:run_detail", run_id=run.id)
     return _form_page(request, RetrievalForm, "Launch retrieval", action)
 
@@ -334,6 +377,31 @@ def judging_task_new(request):
         messages.success(request, f"judging task {task.name!r} created")
         return redirect("judging:manage_task", name=task.name)
     return _form_page(request, JudgingTaskForm, "Create a judging task", action)
+
+
+@require_http_methods(["GET", "POST"])
+def pool_build(request, pk):
+    """Build a pool of the project's topic set, taking the system runs the organiser chose
+    (title and description runs among them)."""
+    from django.shortcuts import get_object_or_404
+
+    from projects.services import project_pool_create
+    from topics.models import TopicSet
+
+    topic_set = get_object_or_404(TopicSet, pk=pk)
+
+    def form_class(*args, **kwargs):
+        return ProjectPoolForm(*args, topic_set_name=topic_set.name, **kwargs)
+
+    def action(d, request):
+        pool = project_pool_create(
+            topic_set_name=topic_set.name, sources=d["sources"], strategy=d["strategy"],
+            depth=d["depth"], model_name=d["model"] or None,
+            collection_name=d["collection"] or None, name=d["name"] or None,
+            system_runs=[int(i) for i in d["system_runs"]] or None)
+        messages.success(request, f"pool {pool.label} queued")
+        return redirect("pooling:pool_detail", ref=pool.pk)
+    return _form_page(request, form_class, f"Build a pool of {topic_set.name}", action)
 
 
 def _to_project(topic_set_name):
@@ -369,7 +437,7 @@ def project(request, pk):
         "runs": list(run_list(topic_set.name).order_by("-pk")),
         "pools": pools, "tasks": tasks, "qrels": list(qrels_list().order_by("name")),
         "analyses": analyses,
-        "pool_form": PoolBuildSelectForm(initial={"topic_set": topic_set.name}),
+        "pool_form": ProjectPoolForm(topic_set_name=topic_set.name),
     })
 
 

@@ -41,6 +41,52 @@ def _qrels_choices():
     return [("", "—")] + [(q.name, q.name) for q in selectors.qrels_list()]
 
 
+class NameLists:
+    """The names of the topic sets, retrieval models and collections, each list read from
+    the database once, when a select first shows or checks it, however many forms of the
+    page use it."""
+
+    def __init__(self):
+        self._names: dict[str, list[str]] = {}
+
+    def __getitem__(self, field: str) -> list[str]:
+        if field not in self._names:
+            from retrieval.selectors import collection_list, retrieval_model_list
+            from topics.selectors import topic_set_list
+
+            source = {"topic_set": topic_set_list, "model": retrieval_model_list,
+                      "collection": collection_list}[field]
+            self._names[field] = [row.name for row in source()]
+        return self._names[field]
+
+
+class NameSelects(forms.Form):
+    """Topic set, model and collection fields as selects of what exists; a name not in the
+    list is refused naming what it is not (``no topic set 'x'``)."""
+
+    WHAT = {"topic_set": "topic set", "model": "retrieval model", "collection": "collection"}
+
+    def __init__(self, *args, names: NameLists | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        names = names if names is not None else NameLists()
+        for field, what in self.WHAT.items():
+            old = self.fields.get(field)
+            if old is None:
+                continue
+            blank = [] if old.required else [("", "any" if field != "topic_set" else "—")]
+            self.fields[field] = forms.ChoiceField(
+                required=old.required, label=old.label, help_text=old.help_text,
+                initial=old.initial,
+                choices=lambda field=field, blank=blank: blank + [(n, n) for n in names[field]],
+                error_messages={"invalid_choice": f"no {what} %(value)r: choose one of the list"})
+
+
+def _index_forms(**bound) -> dict:
+    names = NameLists()
+    forms_ = {"build_form": PoolBuildForm, "growth_form": GrowthForm, "rbo_form": RBOForm}
+    return {key: bound.get(key) or form_class(names=names) for key, form_class in forms_.items()}
+
+
 def index(request):
     return render(
         request,
@@ -48,14 +94,12 @@ def index(request):
         {
             "pools": selectors.pool_list()[:200],
             "qrels": selectors.qrels_list(),
-            "build_form": PoolBuildForm(),
-            "growth_form": GrowthForm(),
-            "rbo_form": RBOForm(),
+            **_index_forms(),
         },
     )
 
 
-class PoolBuildForm(forms.Form):
+class PoolBuildForm(NameSelects):
     topic_set = forms.CharField(max_length=100)
     sources = forms.ChoiceField(choices=[("users", "users"), ("systems", "systems"),
                                          ("combined", "combined")])
@@ -70,20 +114,6 @@ class PoolBuildForm(forms.Form):
     model = forms.CharField(max_length=50, required=False)
     collection = forms.CharField(max_length=100, required=False)
     name = forms.CharField(max_length=100, required=False)
-
-    def __init__(self, *args, **kwargs):
-        """Topic sets, models and collections as selects of what exists (the service still
-        checks what is posted and names what is wrong)."""
-        super().__init__(*args, **kwargs)
-        from retrieval.selectors import collection_list, retrieval_model_list
-        from topics.selectors import topic_set_list
-
-        lists = {"topic_set": [t.name for t in topic_set_list()],
-                 "model": [m.name for m in retrieval_model_list()],
-                 "collection": [c.name for c in collection_list()]}
-        for field, names in lists.items():
-            blank = [] if self.fields[field].required else [("", "any")]
-            self.fields[field].widget = forms.Select(choices=blank + [(n, n) for n in names])
 
 
 @require_POST
@@ -108,9 +138,7 @@ def pool_build_view(request):
     return render(request, "pooling/index.html", {
         "pools": selectors.pool_list()[:200],
         "qrels": selectors.qrels_list(),
-        "build_form": form,
-        "growth_form": GrowthForm(),
-        "rbo_form": RBOForm(),
+        **_index_forms(build_form=form),
     }, status=400)
 
 
@@ -180,7 +208,7 @@ def _bound_with_defaults(form_class, query):
     return form_class(data)
 
 
-class TopicSetOrPoolForm(forms.Form):
+class TopicSetOrPoolForm(NameSelects):
     """A topic set, whose contributing runs are read as they are now, or a pool, whose
     topic set and recorded runs are read (``run_ids`` in the cleaned data)."""
 
@@ -314,7 +342,7 @@ def qrels_detail(request, name):
 # --- the seed paper's figures and tables, side by side with what the paper shows ------------
 
 
-class PaperFiguresForm(forms.Form):
+class PaperFiguresForm(NameSelects):
     topic_set = forms.CharField(max_length=100)
     qrels = forms.ChoiceField(required=False, choices=(),
                               help_text="judgments for Table 1 and Figure 3")
@@ -333,11 +361,7 @@ class PaperFiguresForm(forms.Form):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        from topics.selectors import topic_set_list
-
         self.fields["qrels"].choices = _qrels_choices()
-        self.fields["topic_set"].widget = forms.Select(
-            choices=[(t.name, t.name) for t in topic_set_list()])
 
     def clean_depths(self):
         return _int_list(self.cleaned_data["depths"])

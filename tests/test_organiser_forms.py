@@ -359,3 +359,17 @@ def test_csv_for_spreadsheets_neutralises_formulas_and_tsv_json_keep_the_data(st
         "Content-Type"] for fmt in ("json", "csv", "tsv")}
     assert media == {"json": "application/json; charset=utf-8", "csv": "text/csv; charset=utf-8",
                      "tsv": "text/tab-separated-values; charset=utf-8"}
+
+
+@pytest.mark.django_db
+def test_pool_analysis_forms_are_selects_and_a_typo_names_what_it_is_not(staff):
+    _topics(staff)
+    page = staff.get(reverse("pooling:index")).content.decode()
+    assert page.count('<select name="topic_set"') == 3  # build, growth, rbo
+    assert page.count('<select name="model"') == 3 and page.count('<select name="collection"') == 3
+    for name in ("pooling:growth", "pooling:rbo", "pooling:paper_figures"):
+        response = staff.get(reverse(name), {"topic_set": "ts2"}).content.decode()
+        assert "no topic set &#x27;ts2&#x27;" in response, name
+        assert "no stored" not in response
+    response = staff.get(reverse("pooling:growth"), {"topic_set": "ts1", "model": "bm52"})
+    assert "no retrieval model &#x27;bm52&#x27;" in response.content.decode()

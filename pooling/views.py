@@ -14,6 +14,7 @@ from django.views.decorators.http import require_POST
 
 from common import figures
 from common.figure_pages import PagePlot, attachment, download, figure_html
+from common.webmessages import web_message
 
 from . import analysis, selectors, services, figures as paper_figures
 from .models import Pool
@@ -131,7 +132,7 @@ def pool_build_view(request):
                 enqueue=True,
             )
         except ValueError as exc:
-            form.add_error(None, str(exc))
+            form.add_error(None, web_message(exc))
         else:
             messages.success(request, f"pool {pool.label} queued")
             return redirect("pooling:pool_detail", ref=pool.pk)
@@ -173,7 +174,7 @@ def pool_detail(request, ref):
         try:
             rows = analysis.rank_weight_rows(pool, qrels, topic_id=topic)
         except ValueError as exc:
-            form.add_error("topic", str(exc))
+            form.add_error("topic", web_message(exc))
             rows = []
         rows = [r for r in rows if r["min_rank"] > 0]
         if rows:
@@ -223,7 +224,7 @@ class TopicSetOrPoolForm(NameSelects):
             try:
                 pool = selectors.pool_get(d["pool"])
             except ValueError as exc:
-                self.add_error("pool", str(exc))
+                self.add_error("pool", web_message(exc))
                 return d
             if d.get("topic_set") and d["topic_set"] != pool.topic_set.name:
                 self.add_error("topic_set", f"pool {pool.label} is of topic set "
@@ -261,7 +262,7 @@ def growth(request):
                     orders=d["orders"], seed=d["seed"], run_ids=d["run_ids"],
                 )
             except ValueError as exc:
-                errors.append(str(exc))
+                errors.append(web_message(exc))
         if not results:
             for message in errors:
                 form.add_error(None, message)
@@ -314,7 +315,7 @@ def rbo(request):
                 test=d["test"], run_ids=d["run_ids"],
             )
         except ValueError as exc:
-            form.add_error(None, str(exc))
+            form.add_error(None, web_message(exc))
         else:
             ctx["result"] = res
             rows = [row for key, label in (("user", "user variants"), ("system", "system runs"))
@@ -397,7 +398,7 @@ def paper_figures_view(request):
             rows, results = analysis.pool_growth_rows(
                 d["topic_set"], depths=d["depths"], model_name=model, orders=d["orders"])
         except ValueError as exc:
-            ctx["notes"]["figure1"] = str(exc)
+            ctx["notes"]["figure1"] = web_message(exc)
         else:
             ctx["fits"] = [{"sources": s, "depth": depth, **res["fit"][depth]}
                            for s, res in results.items() for depth in res["fit"]]
@@ -406,7 +407,7 @@ def paper_figures_view(request):
         try:
             res = analysis.rbo_analysis(d["topic_set"], p=d["p"], model_name=model)
         except ValueError as exc:
-            ctx["notes"]["figure2"] = str(exc)
+            ctx["notes"]["figure2"] = web_message(exc)
         else:
             ctx["rbo"] = res["summary"]
             title = f"Figure 2: RBO (p = {d['p']:g}) distributions"
@@ -424,7 +425,7 @@ def paper_figures_view(request):
                     raise ValueError(f"pool {pool.label} has no topics")
                 rows = analysis.rank_weight_rows(pool, qrels, topic_id=topic)
             except ValueError as exc:
-                ctx["notes"]["figure3"] = str(exc)
+                ctx["notes"]["figure3"] = web_message(exc)
             else:
                 ctx["figure3_pool"] = pool
                 title = f"Figure 3: topic {topic}, pool {pool.label} ({qrels.name})"
@@ -434,7 +435,7 @@ def paper_figures_view(request):
                 ctx["table1"] = analysis.judgment_table(d["topic_set"], depth=d["depth"],
                                                         qrels=qrels, model_name=model)
             except ValueError as exc:
-                ctx["notes"]["table1"] = str(exc)
+                ctx["notes"]["table1"] = web_message(exc)
             else:
                 if request.GET.get("table") == "table1":
                     cols = ["source", "depth", "size", "relevant", "irrelevant", "unjudged"]

@@ -18,6 +18,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
+from common.webmessages import web_message
 from crowd import selectors
 from crowd.services import study_create
 from topics import selectors as topics_selectors
@@ -275,7 +276,7 @@ def _form_page(request, form_class, title, action, template="projects/organiser_
             try:
                 done = action(form.cleaned_data, request)
             except ValueError as exc:
-                form.add_error(None, str(exc))
+                form.add_error(None, web_message(exc))
             else:
                 return done
         status = 400

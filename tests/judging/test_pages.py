@@ -154,7 +154,7 @@ def test_organiser_pages_progress_assessors_and_exports(pool, pages_index, admin
     page = admin_client.get("/judging/manage/t/").content.decode()
     assert 'id="collection">pages<' in page
     assert re.search(r"<td>alice</td><td>1</td>", page)
-    assert "python manage.py agreement --judgments t" in page
+    assert 'href="/evaluation/new/agreement/?judgments=t"' in page  # the page that does it
     for fmt in ("diversity", "adhoc", "ndeval", "raw"):
         assert f"/judging/manage/t/export/{fmt}/" in page
     got = admin_client.get("/judging/manage/t/export/diversity/")

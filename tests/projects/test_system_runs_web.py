@@ -92,3 +92,16 @@ def test_title_runs_launched_from_the_web_become_a_pool_s_system_runs(staff, fru
     assert again.status_code == 302
     assert Run.objects.filter(kind=Run.KIND_SYSTEM).count() == 2
     assert len(pool_run_ids(Pool.objects.exclude(pk=pool.pk).get())) == 2
+
+
+def test_a_systems_pool_without_system_runs_says_what_to_do_on_the_page(staff, fruit):
+    build = reverse("projects:organiser_pool_build", args=[fruit.pk])
+    queued = staff.post(build, {"sources": "systems", "strategy": "depth", "depth": 5})
+    assert queued.status_code == 302
+    with pytest.raises(ValueError, match=r"import a system run \(import_run\)"):
+        pool_build(Pool.objects.get().pk)  # the service speaks the command line's language
+    text = staff.get(queued["Location"]).content.decode()
+    assert "has no finished system-run rankings" in text
+    assert "import_run" not in text
+    assert f'href="{reverse("projects:organiser_run_upload")}">upload a system run</a>' in text
+    assert f'href="{reverse("projects:organiser_retrieval_launch")}">launch retrieval</a>' in text

@@ -416,7 +416,7 @@ def project(request, pk):
     from django.shortcuts import get_object_or_404
 
     from evaluation.selectors import analysis_list
-    from judging.selectors import task_list, task_progress
+    from judging.selectors import task_export_formats, task_list, task_progress
     from pooling.selectors import pool_list, qrels_list
     from retrieval.selectors import run_list
     from topics.models import TopicSet
@@ -428,6 +428,7 @@ def project(request, pk):
     tasks = [t for t in task_list() if t.pool_id in pool_ids]
     for t in tasks:
         t.progress = task_progress(t)["total"]
+        t.qrels_format = task_export_formats(t.mode)[0]  # adhoc, or diversity per intent
     analyses = [a for a in analysis_list().order_by("-pk")[:200]
                 if a.params.get("topic_set") == topic_set.name]
     studies = [s for s in selectors.study_list() if s.topic_set_id == topic_set.pk]

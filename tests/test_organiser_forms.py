@@ -373,3 +373,28 @@ def test_pool_analysis_forms_are_selects_and_a_typo_names_what_it_is_not(staff):
         assert "no stored" not in response
     response = staff.get(reverse("pooling:growth"), {"topic_set": "ts1", "model": "bm52"})
     assert "no retrieval model &#x27;bm52&#x27;" in response.content.decode()
+
+
+@pytest.mark.django_db
+def test_project_and_task_pages_offer_only_exports_that_apply(staff):
+    import re
+
+    from pooling.services import pool_build, pool_create
+
+    _topics(staff)
+    staff.post(reverse("projects:organiser_run_upload"),
+               {"file": _upload("r.txt", RUN), "topic_set": "ts1", "encoding": "utf-8"})
+    pool = pool_create(topic_set_name="ts1", sources="systems", depth=2)
+    pool_build(pool.pk)
+    staff.post(reverse("projects:organiser_judging_task_new"),
+               {"pool": pool.pk, "name": "jt", "mode": "topic", "scale": "binary", "redundancy": 1})
+    pages = [staff.get(reverse("projects:organiser_project", args=[pool.topic_set_id])),
+             staff.get(reverse("judging:manage_task", args=["jt"]))]
+    links = set()
+    for page in pages:
+        links |= set(re.findall(r'href="(/judging/manage/jt/export/[a-z]+/)"', page.content.decode()))
+    assert links == {"/judging/manage/jt/export/adhoc/", "/judging/manage/jt/export/raw/"}
+    # (an intent-mode task's page offers diversity, ndeval, raw: tests/judging/test_pages.py)
+    from judging.selectors import task_export_formats
+    assert task_export_formats("intent") == ("diversity", "ndeval", "raw")
+    assert task_export_formats("topic") == task_export_formats("user") == ("adhoc", "raw")

@@ -38,7 +38,7 @@ def manage_task(request, name):
         "collection": collection, "collection_form": CollectionForm(current=collection),
         "may_judge": may_judge(task, request.user.get_username()),
         "publish_form": PublishForm() if not task.study_id else None,
-        "crowd_links": crowd_links, "formats": selectors.EXPORT_FORMATS,
+        "crowd_links": crowd_links, "formats": selectors.task_export_formats(task.mode),
         "recall": analysis.task_recall_estimates(task),
         "stop_form": StopRuleForm(initial={"rule": task.stop_rule}),
     })

@@ -139,14 +139,44 @@ class CollectionUploadForm(_Choices):
 
 
 class StudyForm(_Choices):
+    """What ``create_study`` takes: the study, what workers see, checks, platform ids."""
+
     topic_set = forms.ChoiceField()
-    name = forms.CharField(max_length=200)
+    name = forms.CharField(max_length=200, help_text="internal name (organisers only)")
+    title = forms.CharField(max_length=200, required=False,
+                            help_text="the title workers see (empty: “Search queries study”)")
+    instructions = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 4}),
+                                   help_text="shown to workers")
     consent_text = forms.CharField(widget=forms.Textarea)
     completion_code = forms.CharField(max_length=100)
     responses_per_statement = forms.IntegerField(min_value=1, initial=10)
     statements_per_worker = forms.IntegerField(min_value=1, initial=10)
+    min_seconds_per_answer = forms.FloatField(min_value=0, initial=5.0, required=False,
+                                              label="Minimum seconds per answer",
+                                              help_text="empty: 5")
+    attention_checks = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={"rows": 3}),
+        help_text="one PROMPT=ANSWER a line, e.g. “Ignore the description and type the word "
+                  "purple.=purple”")
     prolific_study_id = forms.CharField(required=False, max_length=200)
+    mturk_hit_ids = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}),
+                                    label="MTurk HIT ids",
+                                    help_text="refuse MTurk arrivals from other HITs; one a line")
     dynamic = {"topic_set": _topic_set_choices}
+
+    def clean_attention_checks(self):
+        checks = []
+        for n, line in enumerate(self.cleaned_data["attention_checks"].splitlines(), start=1):
+            if not line.strip():
+                continue
+            prompt, sep, answer = line.rpartition("=")
+            if not sep or not prompt.strip() or not answer.strip():
+                raise forms.ValidationError(f"line {n}: give PROMPT=ANSWER, not {line.strip()!r}")
+            checks.append((prompt.strip(), answer.strip()))
+        return checks
+
+    def clean_mturk_hit_ids(self):
+        return "\n".join(h for h in re.split(r"[\s,]+", self.cleaned_data["mturk_hit_ids"]) if h)
 
 
 class RetrievalForm(_Choices):
@@ -164,14 +194,22 @@ class RetrievalForm(_Choices):
                "model": _model_choices}
 
 
+def _order_choices():
+    from judging.models import JudgingTask
+
+    return JudgingTask.ORDER_CHOICES
+
+
 class JudgingTaskForm(_Choices):
     pool = forms.ChoiceField(help_text="a finished pool")
     name = forms.CharField(max_length=100)
     mode = forms.ChoiceField(choices=[("intent", "intent"), ("topic", "topic"), ("user", "user")],
                              initial="topic")
     scale = forms.ChoiceField()
+    order = forms.ChoiceField(choices=_order_choices, initial="pool", required=False,
+                              help_text="the order documents are judged in (empty: the pool's)")
     redundancy = forms.IntegerField(
-        min_value=1, required=False,
+        min_value=1, required=False, label="K (redundancy)",
         help_text="assessors per document; empty: 1 (leave it empty in user mode, where every "
                   "writer of a topic judges its documents)")
     per_topic = forms.IntegerField(min_value=1, required=False)
@@ -322,7 +360,10 @@ def study_new(request):
             consent_text=d["consent_text"], completion_code=d["completion_code"],
             responses_per_statement=d["responses_per_statement"],
             statements_per_worker=d["statements_per_worker"],
-            prolific_study_id=d["prolific_study_id"])
+            prolific_study_id=d["prolific_study_id"].strip(), title=d["title"].strip(),
+            instructions=d["instructions"], min_seconds_per_answer=(5.0 if d["min_seconds_per_answer"] is None
+                                    else d["min_seconds_per_answer"]),
+            attention_checks=d["attention_checks"], mturk_hit_ids=d["mturk_hit_ids"])
         messages.success(request, f"study {study.name!r} created")
         return redirect("projects:organiser_study_links", pk=study.pk)
     return _form_page(request, StudyForm, "Create a study", action)
@@ -374,7 +415,7 @@ def judging_task_new(request):
     def action(d, request):
         task = judging_task_create(
             pool=pool_get(int(d["pool"])), name=d["name"], mode=d["mode"], scale=d["scale"],
-            redundancy=d["redundancy"], per_topic=d["per_topic"], assessors=d["assessors"])
+            order=d["order"] or "pool", redundancy=d["redundancy"], per_topic=d["per_topic"], assessors=d["assessors"])
         messages.success(request, f"judging task {task.name!r} created")
         return redirect("judging:manage_task", name=task.name)
     return _form_page(request, JudgingTaskForm, "Create a judging task", action)

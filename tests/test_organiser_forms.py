@@ -398,3 +398,39 @@ def test_project_and_task_pages_offer_only_exports_that_apply(staff):
     from judging.selectors import task_export_formats
     assert task_export_formats("intent") == ("diversity", "ndeval", "raw")
     assert task_export_formats("topic") == task_export_formats("user") == ("adhoc", "raw")
+
+
+@pytest.mark.django_db
+def test_study_and_judging_task_forms_take_what_the_commands_take(staff):
+    from judging.selectors import task_get
+    from pooling.services import pool_build, pool_create
+
+    _topics(staff)
+    url = reverse("projects:organiser_study_new")
+    base = {"topic_set": "ts1", "name": "s", "consent_text": "I agree", "completion_code": "C0DE",
+            "responses_per_statement": 2, "statements_per_worker": 2}
+    bad = staff.post(url, {**base, "attention_checks": "no answer here"})
+    assert bad.status_code == 400 and "line 1: give PROMPT=ANSWER" in bad.content.decode()
+    ok = staff.post(url, {**base, "title": "Fruit queries", "instructions": "Write a query.",
+                          "min_seconds_per_answer": 2.5,
+                          "attention_checks": "Type the word purple.=purple\n",
+                          "mturk_hit_ids": "HIT1, HIT2"})
+    assert ok.status_code == 302, ok.content.decode()[:2000]
+    study = Study.objects.get()
+    assert (study.title, study.instructions, study.min_seconds_per_answer) == (
+        "Fruit queries", "Write a query.", 2.5)
+    assert study.mturk_hit_ids == "HIT1\nHIT2"
+    assert study.items.filter(kind="attention").count() == 1
+
+    staff.post(reverse("projects:organiser_run_upload"),
+               {"file": _upload("r.txt", RUN), "topic_set": "ts1", "encoding": "utf-8"})
+    pool = pool_create(topic_set_name="ts1", sources="systems", depth=2)
+    pool_build(pool.pk)
+    url = reverse("projects:organiser_judging_task_new")
+    form = staff.get(url).content.decode()
+    assert '<select name="order"' in form and 'value="bandit-discounted"' in form
+    ok = staff.post(url, {"pool": pool.pk, "name": "jt", "mode": "topic", "scale": "binary",
+                          "order": "hedge", "redundancy": 2})
+    assert ok.status_code == 302, ok.content.decode()[:2000]
+    task = task_get("jt")
+    assert (task.order, task.redundancy, task.mode) == ("hedge", 2, "topic")

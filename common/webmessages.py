@@ -29,6 +29,9 @@ def _phrases() -> list[tuple[str, str]]:
          f"{launch} with the user query variants as source first"),
         ("run_retrieval --source variants first",
          f"{launch} with the user query variants as source first"),
+        ("give --adhoc-intent I", "export one intent's labels as adhoc instead (the "
+         "“adhoc (intent 1)” link of the task page, or ?adhoc_intent=I)"),
+        ("--adhoc-intent is only for --format adhoc", "?adhoc_intent is only for the adhoc export"),
         ("(try --source titles)", "(choose the topic titles as source)"),
         ("(try --source descriptions)", "(choose the topic descriptions as source)"),
     ]

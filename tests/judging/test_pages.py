@@ -166,7 +166,8 @@ def test_organiser_pages_progress_assessors_and_exports(pool, pages_index, admin
     raw = admin_client.get("/judging/manage/t/export/raw/").content.decode()
     assert "alice" in raw
     bad = admin_client.get("/judging/manage/t/export/adhoc/")
-    assert bad.status_code == 400 and "adhoc-intent" in bad.content.decode()
+    assert bad.status_code == 400 and "adhoc (intent 1)" in bad.content.decode()
+    assert "--adhoc-intent" not in bad.content.decode()  # the page's words, not the command's
     assert admin_client.get("/judging/manage/t/export/adhoc/?adhoc_intent=1").content == \
         b"1 0 t1d1 2\n"
 

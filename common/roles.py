@@ -84,6 +84,7 @@ PAGES: dict[str, str] = {
     "crowd:study_variants": STAFF,
     "crowd:study_export": STAFF,
     "projects:organiser_project": STAFF,
+    "projects:organiser_pool_build": STAFF,
     "projects:organiser_topics_upload": STAFF,
     "projects:organiser_variants_upload": STAFF,
     "projects:organiser_run_upload": STAFF,

@@ -87,7 +87,8 @@ class _RunsForm(forms.Form):
         if wrong:
             self.add_error("runs", f"run {wrong[0].split('/', 1)[1]} is not a run of topic set {ts}")
         elif not chosen:
-            self.add_error("runs", f"topic set {ts} has no finished system run; import one with import_run")
+            self.add_error("runs", f"topic set {ts} has no finished system run: upload one (Upload a run) or launch "
+                                 "retrieval over the topic titles")
         data["tags"] = [v.split("/", 1)[1] for v in chosen]
         if not data.get("source"):
             self.add_error("source", "choose a judgment set or imported qrels")

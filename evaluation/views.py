@@ -56,7 +56,7 @@ def index(request):
 @require_http_methods(["GET", "POST"])
 def analysis_new(request, kind):
     kind = _kind_or_404(kind)
-    form = FORMS[kind](request.POST or None)
+    form = FORMS[kind](request.POST or None, initial=request.GET.dict())  # a link may preset it
     if request.method == "POST" and form.is_valid():
         analysis = services.analysis_create(kind, form.params(), created_by=request.user.get_username())
         return redirect("evaluation:analysis_detail", pk=analysis.pk)

@@ -17,7 +17,7 @@ import dataclasses
 import logging
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable
 
 import numpy as np
 from django.db import connection, transaction
@@ -77,6 +77,7 @@ def pool_create(
     collection_name: str | None = None,
     name: str | None = None,
     enqueue: bool = False,
+    system_run_ids: Iterable[int] | None = None,
 ) -> Pool:
     """Validate the parameters and record a queued pool; with ``enqueue`` the build task is
     queued once the pool row is committed.
@@ -89,7 +90,8 @@ def pool_create(
     The pool records the runs it is built from, as they are now
     (:func:`retrieval.selectors.contributing_run_ids`): its build, the judging orders that
     replay its rankings and its analyses read exactly these, whatever is imported or
-    finished later.
+    finished later. ``system_run_ids``, when given, are the system runs it takes (finished
+    system runs of the topic set) instead of every one.
     """
     if sources not in SOURCE_KINDS:
         raise ValueError(f"sources must be one of {sorted(SOURCE_KINDS)}, not {sources!r}")
@@ -116,6 +118,10 @@ def pool_create(
     run_ids = contributing_run_ids(topic_set.name, sources=SOURCE_KINDS[sources],
                                    model_name=model.name if model else None,
                                    collection_name=collection.name if collection else None)
+    if system_run_ids is not None and "system" in SOURCE_KINDS[sources]:
+        chosen = _system_runs_check(topic_set.name, system_run_ids)
+        system = set(contributing_run_ids(topic_set.name, sources=("system",)))
+        run_ids = sorted((set(run_ids) - system) | set(chosen))
     if depth is None:
         depth = ranking_depth(topic_set.name, sources=SOURCE_KINDS[sources], run_ids=run_ids)
         if depth < 1:
@@ -140,6 +146,24 @@ def pool_create(
             pool_id = pool.id
             transaction.on_commit(lambda: registry.wake("pool", pool_id))
     return pool
+
+
+def _system_runs_check(topic_set_name: str, run_ids: Iterable[int]) -> list[int]:
+    """The chosen system runs, each a finished system run of the topic set (else a
+    ValueError naming the first that is not)."""
+    from retrieval.models import Run
+
+    wanted = sorted({int(i) for i in run_ids})
+    if not wanted:
+        raise ValueError("choose at least one system run for a pool with system rankings")
+    found = set(Run.objects.filter(id__in=wanted, topic_set__name=topic_set_name,
+                                   kind=Run.KIND_SYSTEM, status="done")
+                .values_list("id", flat=True))
+    for run_id in wanted:
+        if run_id not in found:
+            raise ValueError(f"run {run_id} is not a finished system run of topic set "
+                             f"{topic_set_name!r}")
+    return wanted
 
 
 def _no_rankings_message(topic_set_name: str, sources: str, model, collection) -> str:

@@ -14,6 +14,7 @@ from django.views.decorators.http import require_POST
 
 from common import figures
 from common.figure_pages import PagePlot, attachment, download, figure_html
+from common.webmessages import web_message
 
 from . import analysis, paper, selectors, services, figures as paper_figures
 from .models import Pool
@@ -41,6 +42,52 @@ def _qrels_choices():
     return [("", "—")] + [(q.name, q.name) for q in selectors.qrels_list()]
 
 
+class NameLists:
+    """The names of the topic sets, retrieval models and collections, each list read from
+    the database once, when a select first shows or checks it, however many forms of the
+    page use it."""
+
+    def __init__(self):
+        self._names: dict[str, list[str]] = {}
+
+    def __getitem__(self, field: str) -> list[str]:
+        if field not in self._names:
+            from retrieval.selectors import collection_list, retrieval_model_list
+            from topics.selectors import topic_set_list
+
+            source = {"topic_set": topic_set_list, "model": retrieval_model_list,
+                      "collection": collection_list}[field]
+            self._names[field] = [row.name for row in source()]
+        return self._names[field]
+
+
+class NameSelects(forms.Form):
+    """Topic set, model and collection fields as selects of what exists; a name not in the
+    list is refused naming what it is not (``no topic set 'x'``)."""
+
+    WHAT = {"topic_set": "topic set", "model": "retrieval model", "collection": "collection"}
+
+    def __init__(self, *args, names: NameLists | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        names = names if names is not None else NameLists()
+        for field, what in self.WHAT.items():
+            old = self.fields.get(field)
+            if old is None:
+                continue
+            blank = [] if old.required else [("", "any" if field != "topic_set" else "—")]
+            self.fields[field] = forms.ChoiceField(
+                required=old.required, label=old.label, help_text=old.help_text,
+                initial=old.initial,
+                choices=lambda field=field, blank=blank: blank + [(n, n) for n in names[field]],
+                error_messages={"invalid_choice": f"no {what} %(value)r: choose one of the list"})
+
+
+def _index_forms(**bound) -> dict:
+    names = NameLists()
+    forms_ = {"build_form": PoolBuildForm, "growth_form": GrowthForm, "rbo_form": RBOForm}
+    return {key: bound.get(key) or form_class(names=names) for key, form_class in forms_.items()}
+
+
 def index(request):
     return render(
         request,
@@ -48,14 +95,12 @@ def index(request):
         {
             "pools": selectors.pool_list()[:200],
             "qrels": selectors.qrels_list(),
-            "build_form": PoolBuildForm(),
-            "growth_form": GrowthForm(),
-            "rbo_form": RBOForm(),
+            **_index_forms(),
         },
     )
 
 
-class PoolBuildForm(forms.Form):
+class PoolBuildForm(NameSelects):
     topic_set = forms.CharField(max_length=100)
     sources = forms.ChoiceField(choices=[("users", "users"), ("systems", "systems"),
                                          ("combined", "combined")])
@@ -70,20 +115,6 @@ class PoolBuildForm(forms.Form):
     model = forms.CharField(max_length=50, required=False)
     collection = forms.CharField(max_length=100, required=False)
     name = forms.CharField(max_length=100, required=False)
-
-    def __init__(self, *args, **kwargs):
-        """Topic sets, models and collections as selects of what exists (the service still
-        checks what is posted and names what is wrong)."""
-        super().__init__(*args, **kwargs)
-        from retrieval.selectors import collection_list, retrieval_model_list
-        from topics.selectors import topic_set_list
-
-        lists = {"topic_set": [t.name for t in topic_set_list()],
-                 "model": [m.name for m in retrieval_model_list()],
-                 "collection": [c.name for c in collection_list()]}
-        for field, names in lists.items():
-            blank = [] if self.fields[field].required else [("", "any")]
-            self.fields[field].widget = forms.Select(choices=blank + [(n, n) for n in names])
 
 
 @require_POST
@@ -101,16 +132,14 @@ def pool_build_view(request):
                 enqueue=True,
             )
         except ValueError as exc:
-            form.add_error(None, str(exc))
+            form.add_error(None, web_message(exc))
         else:
             messages.success(request, f"pool {pool.label} queued")
             return redirect("pooling:pool_detail", ref=pool.pk)
     return render(request, "pooling/index.html", {
         "pools": selectors.pool_list()[:200],
         "qrels": selectors.qrels_list(),
-        "build_form": form,
-        "growth_form": GrowthForm(),
-        "rbo_form": RBOForm(),
+        **_index_forms(build_form=form),
     }, status=400)
 
 
@@ -145,7 +174,7 @@ def pool_detail(request, ref):
         try:
             rows = paper.rank_weight_rows(pool, qrels, topic_id=topic)
         except ValueError as exc:
-            form.add_error("topic", str(exc))
+            form.add_error("topic", web_message(exc))
             rows = []
         rows = [r for r in rows if r["min_rank"] > 0]
         if rows:
@@ -180,7 +209,7 @@ def _bound_with_defaults(form_class, query):
     return form_class(data)
 
 
-class TopicSetOrPoolForm(forms.Form):
+class TopicSetOrPoolForm(NameSelects):
     """A topic set, whose contributing runs are read as they are now, or a pool, whose
     topic set and recorded runs are read (``run_ids`` in the cleaned data)."""
 
@@ -195,7 +224,7 @@ class TopicSetOrPoolForm(forms.Form):
             try:
                 pool = selectors.pool_get(d["pool"])
             except ValueError as exc:
-                self.add_error("pool", str(exc))
+                self.add_error("pool", web_message(exc))
                 return d
             if d.get("topic_set") and d["topic_set"] != pool.topic_set.name:
                 self.add_error("topic_set", f"pool {pool.label} is of topic set "
@@ -233,7 +262,7 @@ def growth(request):
                     orders=d["orders"], seed=d["seed"], run_ids=d["run_ids"],
                 )
             except ValueError as exc:
-                errors.append(str(exc))
+                errors.append(web_message(exc))
         if not results:
             for message in errors:
                 form.add_error(None, message)
@@ -286,7 +315,7 @@ def rbo(request):
                 test=d["test"], run_ids=d["run_ids"],
             )
         except ValueError as exc:
-            form.add_error(None, str(exc))
+            form.add_error(None, web_message(exc))
         else:
             ctx["result"] = res
             rows = [row for key, label in (("user", "user variants"), ("system", "system runs"))
@@ -314,7 +343,7 @@ def qrels_detail(request, name):
 # --- the seed paper's figures and tables, side by side with what the paper shows ------------
 
 
-class PaperFiguresForm(forms.Form):
+class PaperFiguresForm(NameSelects):
     topic_set = forms.CharField(max_length=100)
     qrels = forms.ChoiceField(required=False, choices=(),
                               help_text="judgments for Table 1 and Figure 3")
@@ -333,11 +362,7 @@ class PaperFiguresForm(forms.Form):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        from topics.selectors import topic_set_list
-
         self.fields["qrels"].choices = _qrels_choices()
-        self.fields["topic_set"].widget = forms.Select(
-            choices=[(t.name, t.name) for t in topic_set_list()])
 
     def clean_depths(self):
         return _int_list(self.cleaned_data["depths"])
@@ -373,7 +398,7 @@ def paper_figures_view(request):
             rows, results = paper.pool_growth_rows(
                 d["topic_set"], depths=d["depths"], model_name=model, orders=d["orders"])
         except ValueError as exc:
-            ctx["notes"]["figure1"] = str(exc)
+            ctx["notes"]["figure1"] = web_message(exc)
         else:
             ctx["fits"] = [{"sources": s, "depth": depth, **res["fit"][depth]}
                            for s, res in results.items() for depth in res["fit"]]
@@ -382,7 +407,7 @@ def paper_figures_view(request):
         try:
             res = analysis.rbo_analysis(d["topic_set"], p=d["p"], model_name=model)
         except ValueError as exc:
-            ctx["notes"]["figure2"] = str(exc)
+            ctx["notes"]["figure2"] = web_message(exc)
         else:
             ctx["rbo"] = res["summary"]
             title = f"Figure 2: RBO (p = {d['p']:g}) distributions"
@@ -400,7 +425,7 @@ def paper_figures_view(request):
                     raise ValueError(f"pool {pool.label} has no topics")
                 rows = paper.rank_weight_rows(pool, qrels, topic_id=topic)
             except ValueError as exc:
-                ctx["notes"]["figure3"] = str(exc)
+                ctx["notes"]["figure3"] = web_message(exc)
             else:
                 ctx["figure3_pool"] = pool
                 title = f"Figure 3: topic {topic}, pool {pool.label} ({qrels.name})"
@@ -410,7 +435,7 @@ def paper_figures_view(request):
                 ctx["table1"] = paper.judgment_table(d["topic_set"], depth=d["depth"],
                                                         qrels=qrels, model_name=model)
             except ValueError as exc:
-                ctx["notes"]["table1"] = str(exc)
+                ctx["notes"]["table1"] = web_message(exc)
             else:
                 if request.GET.get("table") == "table1":
                     cols = ["source", "depth", "size", "relevant", "irrelevant", "unjudged"]

@@ -419,3 +419,79 @@ def release_import(path: str | Path) -> TopicSet:
             return release_store(rec)
         except IntegrityError as exc:  # a concurrent import of the same names
             raise release.ReleaseError(f"{path}: {exc}".strip()) from None
+
+
+# --- title runs as the system side of a new collection -----------------------------------
+
+#: the topic fields whose retrieval runs may stand as system runs (the demo's title runs)
+SYSTEM_RUN_SOURCES = {"titles": "title", "descriptions": "description"}
+
+
+def system_run_sources(topic_set_name: str) -> list[str]:
+    """``titles``, and ``descriptions`` when a topic of the set has one: what a new
+    collection's system runs are retrieved from."""
+    topics = Topic.objects.filter(topic_set__name=topic_set_name)
+    return [source for source, field in SYSTEM_RUN_SOURCES.items()
+            if topics.exclude(**{field: ""}).exists()]
+
+
+def system_runs_launch(*, topic_set_name: str, collection_name: str, model_name: str,
+                       depth: int, skip: str | None = None) -> list[Run]:
+    """Retrieval runs of a model over the topic titles (and descriptions, where the set has
+    them), to be taken as system runs once finished (:func:`system_run_from_retrieval`);
+    ``skip`` is a source already launched."""
+    from retrieval.services import run_create
+
+    return [run_create(topic_set_name=topic_set_name, collection_name=collection_name,
+                       model_name=model_name, depth=depth, source=source)
+            for source in system_run_sources(topic_set_name) if source != skip]
+
+
+def system_run_tag(run: Run) -> str:
+    """The tag of the system run a retrieval run becomes: model, source and run id."""
+    return f"{run.model.name}-{run.source}-run{run.pk}"
+
+
+def system_run_from_retrieval(run_id: int) -> Run:
+    """The system run holding a finished title or description run's rankings, imported
+    the way the demo keeps its title runs (its TREC run file, through
+    :func:`retrieval.services.system_run_import`); the one already made, if any."""
+    from retrieval.selectors import run_get, run_rankings
+    from retrieval.services import system_run_import
+    from retrieval.trecrun import write_run
+
+    run = run_get(run_id)
+    if run.kind != Run.KIND_RETRIEVAL or run.source not in SYSTEM_RUN_SOURCES:
+        raise ValueError(f"run {run.pk} is not a retrieval run over topic titles or "
+                         "descriptions")
+    if run.status != "done":
+        raise ValueError(f"run {run.pk} is {run.status}: wait until it is done")
+    tag = system_run_tag(run)
+    found = Run.objects.filter(topic_set=run.topic_set, kind=Run.KIND_SYSTEM, tag=tag).first()
+    if found is not None:
+        return found
+    with tempfile.TemporaryDirectory() as work:
+        path = Path(work) / f"{tag}.run"
+        with open(path, "w", encoding="utf-8") as f:
+            write_run(f, run_rankings(run), tag)
+        return system_run_import(path, topic_set_name=run.topic_set.name, tag=tag)
+
+
+def project_pool_create(*, topic_set_name: str, system_runs: list[int] | None = None,
+                        **params) -> Pool:
+    """Queue a pool of the topic set over the chosen system runs: a chosen title or
+    description run is kept as a system run first (:func:`system_run_from_retrieval`).
+    With none chosen, every system run, as :func:`pooling.services.pool_create` does."""
+    from pooling.services import pool_create
+
+    chosen = None
+    if system_runs:
+        runs = Run.objects.filter(pk__in=system_runs, topic_set__name=topic_set_name)
+        kinds = dict(runs.values_list("pk", "kind"))
+        missing = sorted(set(system_runs) - set(kinds))
+        if missing:
+            raise ValueError(f"run {missing[0]} is not a run of topic set {topic_set_name!r}")
+        chosen = sorted({i if kinds[i] == Run.KIND_SYSTEM else system_run_from_retrieval(i).pk
+                         for i in system_runs})
+    return pool_create(topic_set_name=topic_set_name, system_run_ids=chosen, enqueue=True,
+                       **params)

@@ -11,6 +11,7 @@ urlpatterns = [
     path("topic-sets/<int:pk>/project/", org.project, name="organiser_project"),
     path("topic-sets/<int:pk>/release/", views_release.release_download,
          name="organiser_release"),
+    path("topic-sets/<int:pk>/pools/", org.pool_build, name="organiser_pool_build"),
     path("organiser/topics/", org.topics_upload, name="organiser_topics_upload"),
     path("organiser/variants/", org.variants_upload, name="organiser_variants_upload"),
     path("organiser/runs/", org.run_upload, name="organiser_run_upload"),

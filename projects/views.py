@@ -18,6 +18,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
+from common.webmessages import web_message
 from crowd import selectors
 from crowd.services import study_create
 from topics import selectors as topics_selectors
@@ -138,14 +139,44 @@ class CollectionUploadForm(_Choices):
 
 
 class StudyForm(_Choices):
+    """What ``create_study`` takes: the study, what workers see, checks, platform ids."""
+
     topic_set = forms.ChoiceField()
-    name = forms.CharField(max_length=200)
+    name = forms.CharField(max_length=200, help_text="internal name (organisers only)")
+    title = forms.CharField(max_length=200, required=False,
+                            help_text="the title workers see (empty: “Search queries study”)")
+    instructions = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 4}),
+                                   help_text="shown to workers")
     consent_text = forms.CharField(widget=forms.Textarea)
     completion_code = forms.CharField(max_length=100)
     responses_per_statement = forms.IntegerField(min_value=1, initial=10)
     statements_per_worker = forms.IntegerField(min_value=1, initial=10)
+    min_seconds_per_answer = forms.FloatField(min_value=0, initial=5.0, required=False,
+                                              label="Minimum seconds per answer",
+                                              help_text="empty: 5")
+    attention_checks = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={"rows": 3}),
+        help_text="one PROMPT=ANSWER a line, e.g. “Ignore the description and type the word "
+                  "purple.=purple”")
     prolific_study_id = forms.CharField(required=False, max_length=200)
+    mturk_hit_ids = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}),
+                                    label="MTurk HIT ids",
+                                    help_text="refuse MTurk arrivals from other HITs; one a line")
     dynamic = {"topic_set": _topic_set_choices}
+
+    def clean_attention_checks(self):
+        checks = []
+        for n, line in enumerate(self.cleaned_data["attention_checks"].splitlines(), start=1):
+            if not line.strip():
+                continue
+            prompt, sep, answer = line.rpartition("=")
+            if not sep or not prompt.strip() or not answer.strip():
+                raise forms.ValidationError(f"line {n}: give PROMPT=ANSWER, not {line.strip()!r}")
+            checks.append((prompt.strip(), answer.strip()))
+        return checks
+
+    def clean_mturk_hit_ids(self):
+        return "\n".join(h for h in re.split(r"[\s,]+", self.cleaned_data["mturk_hit_ids"]) if h)
 
 
 class RetrievalForm(_Choices):
@@ -155,8 +186,18 @@ class RetrievalForm(_Choices):
     source = forms.ChoiceField(choices=[("titles", "topic titles"), ("descriptions", "topic descriptions"),
                                         ("variants", "user query variants")])
     depth = forms.IntegerField(min_value=1, max_value=10000, initial=1000)
+    system_runs = forms.BooleanField(
+        required=False, label="Also run the model over titles as system runs",
+        help_text="over the topic titles (and descriptions, where the topics have them): "
+                  "once finished, choose them as system runs when building a pool")
     dynamic = {"topic_set": _topic_set_choices, "collection": _collection_choices,
                "model": _model_choices}
+
+
+def _order_choices():
+    from judging.models import JudgingTask
+
+    return JudgingTask.ORDER_CHOICES
 
 
 class JudgingTaskForm(_Choices):
@@ -165,8 +206,10 @@ class JudgingTaskForm(_Choices):
     mode = forms.ChoiceField(choices=[("intent", "intent"), ("topic", "topic"), ("user", "user")],
                              initial="topic")
     scale = forms.ChoiceField()
+    order = forms.ChoiceField(choices=_order_choices, initial="pool", required=False,
+                              help_text="the order documents are judged in (empty: the pool's)")
     redundancy = forms.IntegerField(
-        min_value=1, required=False,
+        min_value=1, required=False, label="K (redundancy)",
         help_text="assessors per document; empty: 1 (leave it empty in user mode, where every "
                   "writer of a topic judges its documents)")
     per_topic = forms.IntegerField(min_value=1, required=False)
@@ -178,14 +221,43 @@ class JudgingTaskForm(_Choices):
         return [a for a in re.split(r"[\s,]+", self.cleaned_data["assessors"]) if a]
 
 
-class PoolBuildSelectForm(_Choices):
-    """The pooling page's build form with selects; it posts to that page's own view."""
+def _system_run_choices(topic_set_name: str):
+    """The finished system runs of a topic set and its finished title and description runs
+    (which become system runs when chosen)."""
+    from projects.services import SYSTEM_RUN_SOURCES
+    from retrieval.models import Run
+    from retrieval.selectors import run_list
 
-    topic_set = forms.ChoiceField()
-    model = forms.ChoiceField(required=False)
-    collection = forms.ChoiceField(required=False)
-    dynamic = {"topic_set": _topic_set_choices, "collection": _collection_choices,
-               "model": _model_choices}
+    choices = []
+    for run in run_list(topic_set_name).filter(status="done").order_by("pk"):
+        if run.kind == Run.KIND_SYSTEM:
+            choices.append((str(run.pk), f"system run {run.tag}"))
+        elif run.source in SYSTEM_RUN_SOURCES:
+            choices.append((str(run.pk), f"{run.model.name} over {run.source} of "
+                                         f"{run.collection.name} (run {run.pk})"))
+    return choices
+
+
+class ProjectPoolForm(_Choices):
+    """A pool of one topic set, with the system runs it takes chosen by the organiser."""
+
+    sources = forms.ChoiceField(choices=[("users", "users"), ("systems", "systems"),
+                                         ("combined", "combined")])
+    strategy = forms.ChoiceField(choices=[("depth", "depth: shallowest rank first"),
+                                          ("rbp", "rbp: heaviest RBP weight first")])
+    depth = forms.IntegerField(min_value=1, initial=100)
+    model = forms.ChoiceField(required=False, help_text="of the user-variant rankings")
+    collection = forms.ChoiceField(required=False, help_text="of the user-variant rankings")
+    system_runs = forms.MultipleChoiceField(
+        required=False, widget=forms.CheckboxSelectMultiple,
+        help_text="the system runs of a systems or combined pool (empty: every system run); "
+                  "a title or description run chosen here is kept as a system run")
+    name = forms.CharField(max_length=100, required=False)
+    dynamic = {"collection": _collection_choices, "model": _model_choices}
+
+    def __init__(self, *args, topic_set_name: str, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["system_runs"].choices = _system_run_choices(topic_set_name)
 
 
 def _upload(request, kind, params, *, background=False):
@@ -242,7 +314,7 @@ def _form_page(request, form_class, title, action, template="projects/organiser_
             try:
                 done = action(form.cleaned_data, request)
             except ValueError as exc:
-                form.add_error(None, str(exc))
+                form.add_error(None, web_message(exc))
             else:
                 return done
         status = 400
@@ -288,7 +360,10 @@ def study_new(request):
             consent_text=d["consent_text"], completion_code=d["completion_code"],
             responses_per_statement=d["responses_per_statement"],
             statements_per_worker=d["statements_per_worker"],
-            prolific_study_id=d["prolific_study_id"])
+            prolific_study_id=d["prolific_study_id"].strip(), title=d["title"].strip(),
+            instructions=d["instructions"], min_seconds_per_answer=(5.0 if d["min_seconds_per_answer"] is None
+                                    else d["min_seconds_per_answer"]),
+            attention_checks=d["attention_checks"], mturk_hit_ids=d["mturk_hit_ids"])
         messages.success(request, f"study {study.name!r} created")
         return redirect("projects:organiser_study_links", pk=study.pk)
     return _form_page(request, StudyForm, "Create a study", action)
@@ -315,9 +390,19 @@ def retrieval_launch(request):
     from retrieval.services import run_create
 
     def action(d, request):
+        from projects.services import system_runs_launch
+
         run = run_create(topic_set_name=d["topic_set"], collection_name=d["collection"],
                          model_name=d["model"], depth=d["depth"], source=d["source"])
         messages.success(request, f"run {run.id} queued ({run.total} queries)")
+        if d["system_runs"]:
+            extra = system_runs_launch(topic_set_name=d["topic_set"],
+                                       collection_name=d["collection"], model_name=d["model"],
+                                       depth=d["depth"], skip=d["source"])
+            kept = [run] if d["source"] in ("titles", "descriptions") else []
+            for r in kept + extra:
+                messages.info(request, f"run {r.id} over {r.source}: choose it as a system run "
+                                       "when building a pool, once it is done")
         return redirect("retrieval:run_detail", run_id=run.id)
     return _form_page(request, RetrievalForm, "Launch retrieval", action)
 
@@ -330,10 +415,35 @@ def judging_task_new(request):
     def action(d, request):
         task = judging_task_create(
             pool=pool_get(int(d["pool"])), name=d["name"], mode=d["mode"], scale=d["scale"],
-            redundancy=d["redundancy"], per_topic=d["per_topic"], assessors=d["assessors"])
+            order=d["order"] or "pool", redundancy=d["redundancy"], per_topic=d["per_topic"], assessors=d["assessors"])
         messages.success(request, f"judging task {task.name!r} created")
         return redirect("judging:manage_task", name=task.name)
     return _form_page(request, JudgingTaskForm, "Create a judging task", action)
+
+
+@require_http_methods(["GET", "POST"])
+def pool_build(request, pk):
+    """Build a pool of the project's topic set, taking the system runs the organiser chose
+    (title and description runs among them)."""
+    from django.shortcuts import get_object_or_404
+
+    from projects.services import project_pool_create
+    from topics.models import TopicSet
+
+    topic_set = get_object_or_404(TopicSet, pk=pk)
+
+    def form_class(*args, **kwargs):
+        return ProjectPoolForm(*args, topic_set_name=topic_set.name, **kwargs)
+
+    def action(d, request):
+        pool = project_pool_create(
+            topic_set_name=topic_set.name, sources=d["sources"], strategy=d["strategy"],
+            depth=d["depth"], model_name=d["model"] or None,
+            collection_name=d["collection"] or None, name=d["name"] or None,
+            system_runs=[int(i) for i in d["system_runs"]] or None)
+        messages.success(request, f"pool {pool.label} queued")
+        return redirect("pooling:pool_detail", ref=pool.pk)
+    return _form_page(request, form_class, f"Build a pool of {topic_set.name}", action)
 
 
 def _to_project(topic_set_name):
@@ -347,7 +457,7 @@ def project(request, pk):
     from django.shortcuts import get_object_or_404
 
     from evaluation.selectors import analysis_list
-    from judging.selectors import task_list, task_progress
+    from judging.selectors import task_export_formats, task_list, task_progress
     from pooling.selectors import pool_list, qrels_list
     from retrieval.selectors import run_list
     from topics.models import TopicSet
@@ -359,6 +469,7 @@ def project(request, pk):
     tasks = [t for t in task_list() if t.pool_id in pool_ids]
     for t in tasks:
         t.progress = task_progress(t)["total"]
+        t.qrels_format = task_export_formats(t.mode)[0]  # adhoc, or diversity per intent
     analyses = [a for a in analysis_list().order_by("-pk")[:200]
                 if a.params.get("topic_set") == topic_set.name]
     studies = [s for s in selectors.study_list() if s.topic_set_id == topic_set.pk]
@@ -369,7 +480,7 @@ def project(request, pk):
         "runs": list(run_list(topic_set.name).order_by("-pk")),
         "pools": pools, "tasks": tasks, "qrels": list(qrels_list().order_by("name")),
         "analyses": analyses,
-        "pool_form": PoolBuildSelectForm(initial={"topic_set": topic_set.name}),
+        "pool_form": ProjectPoolForm(topic_set_name=topic_set.name),
     })
 
 

@@ -359,3 +359,78 @@ def test_csv_for_spreadsheets_neutralises_formulas_and_tsv_json_keep_the_data(st
         "Content-Type"] for fmt in ("json", "csv", "tsv")}
     assert media == {"json": "application/json; charset=utf-8", "csv": "text/csv; charset=utf-8",
                      "tsv": "text/tab-separated-values; charset=utf-8"}
+
+
+@pytest.mark.django_db
+def test_pool_analysis_forms_are_selects_and_a_typo_names_what_it_is_not(staff):
+    _topics(staff)
+    page = staff.get(reverse("pooling:index")).content.decode()
+    assert page.count('<select name="topic_set"') == 3  # build, growth, rbo
+    assert page.count('<select name="model"') == 3 and page.count('<select name="collection"') == 3
+    for name in ("pooling:growth", "pooling:rbo", "pooling:paper_figures"):
+        response = staff.get(reverse(name), {"topic_set": "ts2"}).content.decode()
+        assert "no topic set &#x27;ts2&#x27;" in response, name
+        assert "no stored" not in response
+    response = staff.get(reverse("pooling:growth"), {"topic_set": "ts1", "model": "bm52"})
+    assert "no retrieval model &#x27;bm52&#x27;" in response.content.decode()
+
+
+@pytest.mark.django_db
+def test_project_and_task_pages_offer_only_exports_that_apply(staff):
+    import re
+
+    from pooling.services import pool_build, pool_create
+
+    _topics(staff)
+    staff.post(reverse("projects:organiser_run_upload"),
+               {"file": _upload("r.txt", RUN), "topic_set": "ts1", "encoding": "utf-8"})
+    pool = pool_create(topic_set_name="ts1", sources="systems", depth=2)
+    pool_build(pool.pk)
+    staff.post(reverse("projects:organiser_judging_task_new"),
+               {"pool": pool.pk, "name": "jt", "mode": "topic", "scale": "binary", "redundancy": 1})
+    pages = [staff.get(reverse("projects:organiser_project", args=[pool.topic_set_id])),
+             staff.get(reverse("judging:manage_task", args=["jt"]))]
+    links = set()
+    for page in pages:
+        links |= set(re.findall(r'href="(/judging/manage/jt/export/[a-z]+/)"', page.content.decode()))
+    assert links == {"/judging/manage/jt/export/adhoc/", "/judging/manage/jt/export/raw/"}
+    # (an intent-mode task's page offers diversity, ndeval, raw: tests/judging/test_pages.py)
+    from judging.selectors import task_export_formats
+    assert task_export_formats("intent") == ("diversity", "ndeval", "raw")
+    assert task_export_formats("topic") == task_export_formats("user") == ("adhoc", "raw")
+
+
+@pytest.mark.django_db
+def test_study_and_judging_task_forms_take_what_the_commands_take(staff):
+    from judging.selectors import task_get
+    from pooling.services import pool_build, pool_create
+
+    _topics(staff)
+    url = reverse("projects:organiser_study_new")
+    base = {"topic_set": "ts1", "name": "s", "consent_text": "I agree", "completion_code": "C0DE",
+            "responses_per_statement": 2, "statements_per_worker": 2}
+    bad = staff.post(url, {**base, "attention_checks": "no answer here"})
+    assert bad.status_code == 400 and "line 1: give PROMPT=ANSWER" in bad.content.decode()
+    ok = staff.post(url, {**base, "title": "Fruit queries", "instructions": "Write a query.",
+                          "min_seconds_per_answer": 2.5,
+                          "attention_checks": "Type the word purple.=purple\n",
+                          "mturk_hit_ids": "HIT1, HIT2"})
+    assert ok.status_code == 302, ok.content.decode()[:2000]
+    study = Study.objects.get()
+    assert (study.title, study.instructions, study.min_seconds_per_answer) == (
+        "Fruit queries", "Write a query.", 2.5)
+    assert study.mturk_hit_ids == "HIT1\nHIT2"
+    assert study.items.filter(kind="attention").count() == 1
+
+    staff.post(reverse("projects:organiser_run_upload"),
+               {"file": _upload("r.txt", RUN), "topic_set": "ts1", "encoding": "utf-8"})
+    pool = pool_create(topic_set_name="ts1", sources="systems", depth=2)
+    pool_build(pool.pk)
+    url = reverse("projects:organiser_judging_task_new")
+    form = staff.get(url).content.decode()
+    assert '<select name="order"' in form and 'value="bandit-discounted"' in form
+    ok = staff.post(url, {"pool": pool.pk, "name": "jt", "mode": "topic", "scale": "binary",
+                          "order": "hedge", "redundancy": 2})
+    assert ok.status_code == 302, ok.content.decode()[:2000]
+    task = task_get("jt")
+    assert (task.order, task.redundancy, task.mode) == ("hedge", 2, "topic")

@@ -25,3 +25,11 @@ def num(value, digits=4):
             return "\u2013" if math.isnan(value) else ("\u221e" if value > 0 else "\u2212\u221e")
         return f"{float(value):.{int(digits)}f}"
     return value
+
+
+@register.filter
+def web(message):
+    """A service's message as a page says it (:func:`common.webmessages.web_message`)."""
+    from common.webmessages import web_message
+
+    return web_message(message)

@@ -20,6 +20,7 @@ from .gold import (
 )
 from .qrels import (
     EXPORT_FORMATS,
+    task_export_formats,
     current_labels,
     judgment_set_get,
     judgment_set_list,
@@ -58,6 +59,7 @@ from .tasks_read import (
 
 __all__ = [
     "EXPORT_FORMATS",
+    "task_export_formats",
     "GOLD_TASKS_KEPT",
     "GoldItem",
     "MTURK_QUERY",

@@ -13,6 +13,15 @@ from ..models import NO_INTENT, JudgmentSet, Label
 EXPORT_FORMATS = ("adhoc", "diversity", "ndeval", "raw")
 
 
+def task_export_formats(mode: str) -> tuple[str, ...]:
+    """The exports a judging task of this mode can give: per-intent labels (intent mode)
+    make diversity and ndeval qrels, labels against the topic (topic and user modes) adhoc
+    qrels; raw labels always."""
+    if mode == "intent":
+        return ("diversity", "ndeval", "raw")
+    return ("adhoc", "raw")
+
+
 
 def judgment_set_list():
     return JudgmentSet.objects.all()

@@ -6,6 +6,8 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
+from common.webmessages import web_message
+
 from .. import analysis, labelfiles, selectors, services
 from ..forms import CollectionForm, PublishForm, StopRuleForm
 from .page import bar, may_judge, task_or_404
@@ -38,7 +40,7 @@ def manage_task(request, name):
         "collection": collection, "collection_form": CollectionForm(current=collection),
         "may_judge": may_judge(task, request.user.get_username()),
         "publish_form": PublishForm() if not task.study_id else None,
-        "crowd_links": crowd_links, "formats": selectors.EXPORT_FORMATS,
+        "crowd_links": crowd_links, "formats": selectors.task_export_formats(task.mode),
         "recall": analysis.task_recall_estimates(task),
         "stop_form": StopRuleForm(initial={"rule": task.stop_rule}),
     })
@@ -123,7 +125,7 @@ def manage_export(request, name, fmt):
             labelfiles.write_qrels(response, selectors.qrels_lines(
                 task.judgment_set, fmt, aggregate=aggregate, adhoc_intent=adhoc_intent))
     except ValueError as exc:
-        return render(request, "judging/message.html", {"task": task, "message": str(exc)},
+        return render(request, "judging/message.html", {"task": task, "message": web_message(exc)},
                       status=400)
     response["Content-Disposition"] = f'attachment; filename="{task.name}.{fmt}.txt"'
     return response

@@ -154,7 +154,7 @@ def test_organiser_pages_progress_assessors_and_exports(pool, pages_index, admin
     page = admin_client.get("/judging/manage/t/").content.decode()
     assert 'id="collection">pages<' in page
     assert re.search(r"<td>alice</td><td>1</td>", page)
-    assert "python manage.py agreement --judgments t" in page
+    assert 'href="/evaluation/new/agreement/?judgments=t"' in page  # the page that does it
     for fmt in ("diversity", "adhoc", "ndeval", "raw"):
         assert f"/judging/manage/t/export/{fmt}/" in page
     got = admin_client.get("/judging/manage/t/export/diversity/")
@@ -166,7 +166,8 @@ def test_organiser_pages_progress_assessors_and_exports(pool, pages_index, admin
     raw = admin_client.get("/judging/manage/t/export/raw/").content.decode()
     assert "alice" in raw
     bad = admin_client.get("/judging/manage/t/export/adhoc/")
-    assert bad.status_code == 400 and "adhoc-intent" in bad.content.decode()
+    assert bad.status_code == 400 and "adhoc (intent 1)" in bad.content.decode()
+    assert "--adhoc-intent" not in bad.content.decode()  # the page's words, not the command's
     assert admin_client.get("/judging/manage/t/export/adhoc/?adhoc_intent=1").content == \
         b"1 0 t1d1 2\n"
 

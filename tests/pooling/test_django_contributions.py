@@ -330,7 +330,9 @@ def test_a_failed_pool_page_shows_a_sentence(crowd_db, admin_client):
         services.pool_build(pool.id)
     page = admin_client.get(reverse("pooling:pool_detail", args=[pool.pk])).content.decode()
     assert "has no finished user-variant rankings of model &#x27;qld&#x27;" in page
-    assert "run_retrieval --source variants" in page and "ValueError" not in page
+    # the page says what to do in the browser, with a link to the page that does it
+    assert "run_retrieval" not in page and "ValueError" not in page
+    assert f'href="{reverse("projects:organiser_retrieval_launch")}">launch retrieval</a>' in page
     assert services.pool_failure_message(KeyError("x")).startswith(
         "The build stopped on an unexpected error (KeyError: 'x'). Build the pool again")
 

@@ -135,7 +135,7 @@ def pool_growth_analysis(
             f"topic set {topic_set_name!r} has no stored {sources} rankings"
             + (f" of model {model_name!r}" if model_name else "")
             + (f" over collection {collection_name!r}" if collection_name else "")
-            + (f" in runs {_ids(run_ids)}" if run_ids is not None else "")
+            + (f" in runs {run_ids_text(run_ids)}" if run_ids is not None else "")
         )
     keys = selectors.answer_keys(topic_set_name) if sources == Pool.SOURCES_USERS else {}
     ordered = _ordered_contributors(records, sources, keys)
@@ -181,7 +181,7 @@ def pool_growth_analysis(
     }
 
 
-def _ids(run_ids) -> str:
+def run_ids_text(run_ids) -> str:
     return ", ".join(str(i) for i in sorted({int(i) for i in run_ids})) or "(none)"
 
 
@@ -226,18 +226,18 @@ def _rbo_runs_given(topic_set_name: str, run_ids, reference: str) -> _RBORuns:
     runs = {r.id: r for r in run_list(topic_set_name).filter(id__in=wanted)}
     missing = [i for i in wanted if i not in runs]
     if missing:
-        raise ValueError(f"topic set {topic_set_name!r} has no run {_ids(missing)}")
+        raise ValueError(f"topic set {topic_set_name!r} has no run {run_ids_text(missing)}")
     retrieved = [runs[i] for i in wanted if runs[i].kind == "retrieval"]
     variants = [r for r in retrieved if r.source == "variants"]
     titles = [r for r in retrieved if r.source == "titles"]
     for what, found in (("user-variant", variants), ("title-query", titles)):
         if len(found) > 1:
-            raise ValueError(f"runs {_ids(r.id for r in found)} are all {what} runs; give "
+            raise ValueError(f"runs {run_ids_text(r.id for r in found)} are all {what} runs; give "
                              "one so that every query counts once")
     user = variants[0] if variants else None
     system_ids = [i for i in wanted if runs[i].kind == "system"]
     if user is None and not system_ids:
-        raise ValueError(f"runs {_ids(wanted)} of topic set {topic_set_name!r} hold no "
+        raise ValueError(f"runs {run_ids_text(wanted)} of topic set {topic_set_name!r} hold no "
                          "user-variant or system run")
     title = titles[0] if titles and reference == "titles" else None
     if reference == "titles" and title is None and user is not None:

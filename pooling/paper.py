@@ -11,7 +11,7 @@ from typing import Iterable
 from common.naturalsort import natural_key
 
 from . import selectors
-from .analysis import _ids, pool_growth_analysis
+from .analysis import pool_growth_analysis, run_ids_text
 from .models import Pool, Qrels
 
 #: the sources of Tables 1–2, in the paper's order
@@ -133,7 +133,7 @@ def judgment_table(topic_set_name: str, *, depth: int, qrels: Qrels,
             + ("user " if records else "") + "rankings"
             + (f" of model {model_name!r}" if model_name else "")
             + (f" over collection {collection_name!r}" if collection_name else "")
-            + (f" in runs {_ids(run_ids)}" if run_ids is not None else ""))
+            + (f" in runs {run_ids_text(run_ids)}" if run_ids is not None else ""))
     strings = selectors.docid_remap(r.docids[:depth] for r in records).strings()
     kinds = {Pool.SOURCES_SYSTEMS: ("system",), Pool.SOURCES_USERS: ("user",),
              Pool.SOURCES_COMBINED: ("user", "system")}

@@ -16,7 +16,8 @@ from common import figures
 from common.figure_pages import PagePlot, attachment, download, figure_html
 from common.webmessages import web_message
 
-from . import analysis, paper, selectors, services, figures as paper_figures
+from . import analysis, paper, selectors, services
+from . import figures as paper_figures
 from .models import Pool
 
 

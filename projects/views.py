@@ -13,17 +13,46 @@ import re
 
 from django import forms
 from django.contrib import messages
-from django.http import HttpResponse
-from django.shortcuts import redirect, render
+from django.http import Http404, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
 from common.webmessages import web_message
 from crowd import selectors
+from crowd.models import Study
 from crowd.services import study_create
+from evaluation.selectors import analysis_list
+from judging.models import JudgingTask
+from judging.selectors import task_export_formats, task_list, task_progress
+from judging.services import SCALES, judging_task_create
+from pooling.selectors import (
+    POOL_EXPORT_FORMATS,
+    pool_done_get,
+    pool_export_write,
+    pool_get,
+    pool_list,
+    qrels_list,
+)
+from projects.services import SYSTEM_RUN_SOURCES, project_pool_create, system_runs_launch
+from retrieval.collections_io import FORMATS
+from retrieval.models import Run
+from retrieval.selectors import (
+    collection_list,
+    retrieval_model_list,
+    run_get,
+    run_list,
+    run_rankings,
+)
+from retrieval.services import run_create
+from retrieval.trecrun import write_run
 from topics import selectors as topics_selectors
+from topics.models import TopicSet
+from topics.selectors import variants_write
 from topics.topicfiles import TOPIC_FORMATS
 from topics.variantfiles import VARIANT_FORMATS
+from uploads import services as uploads
+from uploads.selectors import upload_get
 
 
 def _topic_set_choices():
@@ -31,25 +60,21 @@ def _topic_set_choices():
 
 
 def _collection_choices():
-    from retrieval.selectors import collection_list
 
     return [(c.name, c.name) for c in collection_list()]
 
 
 def _model_choices():
-    from retrieval.selectors import retrieval_model_list
 
     return [(m.name, m.name) for m in retrieval_model_list()]
 
 
 def _pool_choices():
-    from pooling.selectors import pool_list
 
     return [(str(p.pk), p.label) for p in pool_list().filter(status="done")]
 
 
 def _scale_choices():
-    from judging.services import SCALES
 
     return [(k, k) for k in SCALES]
 
@@ -123,7 +148,6 @@ class QrelsUploadForm(_Choices):
 
 
 def _collection_formats():
-    from retrieval.collections_io import FORMATS
 
     return [(f, f) for f in FORMATS]
 
@@ -195,7 +219,6 @@ class RetrievalForm(_Choices):
 
 
 def _order_choices():
-    from judging.models import JudgingTask
 
     return JudgingTask.ORDER_CHOICES
 
@@ -224,9 +247,6 @@ class JudgingTaskForm(_Choices):
 def _system_run_choices(topic_set_name: str):
     """The finished system runs of a topic set and its finished title and description runs
     (which become system runs when chosen)."""
-    from projects.services import SYSTEM_RUN_SOURCES
-    from retrieval.models import Run
-    from retrieval.selectors import run_list
 
     choices = []
     for run in run_list(topic_set_name).filter(status="done").order_by("pk"):
@@ -263,7 +283,6 @@ class ProjectPoolForm(_Choices):
 def _upload(request, kind, params, *, background=False):
     """Import a small file in the request; record a large one (or any collection, which
     builds an index) and show its progress page."""
-    from uploads import services as uploads
 
     upload = params.pop("file")
     if background or upload.size > uploads.task_threshold():
@@ -286,9 +305,7 @@ def collection_upload(request):
 
 def upload_status(request, pk):
     """A background import: its state, a progress bar while it waits or runs, its error."""
-    from django.http import Http404
 
-    from uploads.selectors import upload_get
 
     try:
         row = upload_get(pk)
@@ -370,9 +387,7 @@ def study_new(request):
 
 
 def study_links(request, pk):
-    from django.shortcuts import get_object_or_404
 
-    from crowd.models import Study
 
     study = get_object_or_404(Study.objects.select_related("topic_set"), pk=pk)
     entry = request.build_absolute_uri(reverse("crowd:study_entry", kwargs={"slug": study.slug}))
@@ -387,10 +402,8 @@ def study_links(request, pk):
 
 @require_http_methods(["GET", "POST"])
 def retrieval_launch(request):
-    from retrieval.services import run_create
 
     def action(d, request):
-        from projects.services import system_runs_launch
 
         run = run_create(topic_set_name=d["topic_set"], collection_name=d["collection"],
                          model_name=d["model"], depth=d["depth"], source=d["source"])
@@ -409,8 +422,6 @@ def retrieval_launch(request):
 
 @require_http_methods(["GET", "POST"])
 def judging_task_new(request):
-    from judging.services import judging_task_create
-    from pooling.selectors import pool_get
 
     def action(d, request):
         task = judging_task_create(
@@ -425,10 +436,7 @@ def judging_task_new(request):
 def pool_build(request, pk):
     """Build a pool of the project's topic set, taking the system runs the organiser chose
     (title and description runs among them)."""
-    from django.shortcuts import get_object_or_404
 
-    from projects.services import project_pool_create
-    from topics.models import TopicSet
 
     topic_set = get_object_or_404(TopicSet, pk=pk)
 
@@ -454,13 +462,7 @@ def _to_project(topic_set_name):
 def project(request, pk):
     """Where a topic set stands: topics, statements, variants, runs, pools, judging, qrels,
     evaluations, each from its own app's selectors."""
-    from django.shortcuts import get_object_or_404
 
-    from evaluation.selectors import analysis_list
-    from judging.selectors import task_export_formats, task_list, task_progress
-    from pooling.selectors import pool_list, qrels_list
-    from retrieval.selectors import run_list
-    from topics.models import TopicSet
 
     topic_set = get_object_or_404(TopicSet, pk=pk)
     stats = topics_selectors.variant_stats(topic_set.name)
@@ -486,8 +488,6 @@ def project(request, pk):
 
 def run_export(request, run_id):
     """The run as a TREC run file (the export_run command's writer)."""
-    from retrieval.selectors import run_get, run_rankings
-    from retrieval.trecrun import write_run
 
     run = run_get(run_id)
     out = io.StringIO()
@@ -497,7 +497,6 @@ def run_export(request, run_id):
 
 def pool_export(request, ref, fmt):
     """The pool as the export_pool command writes it (txt, csv or trec)."""
-    from pooling.selectors import POOL_EXPORT_FORMATS, pool_done_get, pool_export_write
 
     if fmt not in POOL_EXPORT_FORMATS:
         return HttpResponse("format must be txt, csv or trec", status=404, content_type="text/plain")
@@ -511,8 +510,6 @@ def pool_export(request, ref, fmt):
 
 def variants_export(request, pk, fmt):
     """Every variant of the topic set as the export_variants command writes it."""
-    from topics.models import TopicSet
-    from topics.selectors import variants_write
 
     ts = TopicSet.objects.get(pk=pk)
     out = io.StringIO()

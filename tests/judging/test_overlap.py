@@ -3,7 +3,8 @@ scikit-learn's Cohen's kappa. No database."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from judging.overlap import cohen_kappa, pairwise_agreement
 

@@ -5,7 +5,8 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pooling.growth import mean_growth, pool_growth, power_law_fit
 from pooling.pools import Contribution, pool_compute

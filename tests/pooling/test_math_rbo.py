@@ -8,7 +8,8 @@ from collections import defaultdict
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pooling.rbo import RBOResult, rbo, rbo_batch, tie_groups
 

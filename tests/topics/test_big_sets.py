@@ -11,7 +11,8 @@ from django.db import connection, connections
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from common.naturalsort import natural_key, natural_sort_key
 from topics.models import Statement, Topic, TopicSet

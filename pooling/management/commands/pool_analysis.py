@@ -36,7 +36,8 @@ from common import figures as figure_output
 from common.fileio import OutputError, atomic_output
 from common.manifest_command import ManifestMixin
 from common.spreadsheet import spreadsheet_writer
-from pooling import analysis, paper, selectors, figures as paper_figures
+from pooling import analysis, paper, selectors
+from pooling import figures as paper_figures
 
 #: the seed paper's figures and tables: CSV on standard output unless --json
 PAPER = ("figure1", "figure2", "figure3", "table1")

@@ -105,3 +105,11 @@ def test_a_systems_pool_without_system_runs_says_what_to_do_on_the_page(staff, f
     assert "import_run" not in text
     assert f'href="{reverse("projects:organiser_run_upload")}">upload a system run</a>' in text
     assert f'href="{reverse("projects:organiser_retrieval_launch")}">launch retrieval</a>' in text
+
+
+def test_the_project_page_leads_to_the_evaluation_of_its_runs(staff, fruit):
+    page = staff.get(reverse("projects:organiser_project", args=[fruit.pk])).content.decode()
+    url = reverse("evaluation:analysis_new", args=["evaluate"]) + "?topic_set=fruit-topics"
+    assert f'href="{url}"' in page
+    form = staff.get(url).content.decode()
+    assert '<option value="fruit-topics" selected>' in form

@@ -1,6 +1,10 @@
 """Headless Chromium for the browser tests: Debian's chromium and chromedriver, a fresh
 profile each time, no background network traffic. Tests skip with the reason when the
-packages are absent (.ci/run installs them)."""
+packages are absent (.ci/run installs them).
+
+The widths every role's pages are tried at (``DESKTOP``, ``PHONE``) and the folder their
+screenshots are kept in (:func:`screenshot_dir`) are shared here."""
+import os
 import shutil
 import tempfile
 from contextlib import contextmanager
@@ -10,6 +14,8 @@ import pytest
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+DESKTOP = (1280, 900)
+PHONE = (375, 812)
 
 BROWSER_MARKS = [
     pytest.mark.browser,
@@ -18,6 +24,15 @@ BROWSER_MARKS = [
         reason="chromium and chromedriver are not installed (apt-get install chromium chromium-driver)",
     ),
 ]
+
+
+def screenshot_dir() -> Path:
+    """Where screenshots are kept: ``bench/out/screenshots/`` (git-ignored), or the
+    folder ``SCREENSHOT_DIR`` names; made if missing."""
+    root = Path(os.environ.get("SCREENSHOT_DIR")
+                or Path(__file__).resolve().parents[1] / "bench/out/screenshots")
+    root.mkdir(parents=True, exist_ok=True)
+    return root
 
 
 @contextmanager

@@ -1,6 +1,8 @@
 """Judging in a real headless Chromium: an assessor judges by keyboard only in intent and
 topic modes, revises a judgment and sees the progress move; a crowd worker goes from a
-Prolific link to the completion code."""
+Prolific link to the completion code, at a desktop's and at a phone's width, with
+screenshots kept (``crowd-judging-<width>-*.png`` in ``bench/out/screenshots/``,
+``SCREENSHOT_DIR`` overrides it)."""
 from __future__ import annotations
 
 import itertools
@@ -12,7 +14,7 @@ from judging.models import GoldAnswer, Label
 
 from .conftest import make_pool
 from .page_fixtures import pages_index, use_pages  # noqa: F401 (fixture)
-from tests.browser import BROWSER_MARKS, chromium
+from tests.browser import BROWSER_MARKS, DESKTOP, PHONE, chromium, screenshot_dir
 
 pytestmark = BROWSER_MARKS
 
@@ -141,8 +143,9 @@ def _judge_by_keyboard(live_server, browser):
     assert all(s is not None and 0 <= s < 120 for s in seconds)
 
 
+@pytest.mark.parametrize("width", ["desktop", "phone"])
 @pytest.mark.django_db(transaction=True)
-def test_crowd_worker_from_prolific_link_to_code(live_server, browser, pages_index, tmp_path):
+def test_crowd_worker_from_prolific_link_to_code(width, live_server, browser, pages_index, tmp_path):
     pool = make_pool(tmp_path)
     task = services.judging_task_create(pool=pool, name="crowd", mode="topic", batch=2)
     use_pages(task, pages_index)
@@ -155,23 +158,31 @@ def test_crowd_worker_from_prolific_link_to_code(live_server, browser, pages_ind
     task.refresh_from_db()
     url = (f"{live_server.url}/judging/w/{task.study.slug}/"
            "?PROLIFIC_PID=5f1e2d3c4b5a69788796a5b4&STUDY_ID=st1&SESSION_ID=se1")
+    browser.set_window_size(*{"desktop": DESKTOP, "phone": PHONE}[width])
     try:
-        _crowd(browser, url, task)
+        _crowd(browser, url, task, f"crowd-judging-{width}")
     except Exception:
         shows_failure(browser)
         raise
 
 
-def _crowd(browser, url, task):
+def _crowd(browser, url, task, shots):
     from selenium.webdriver.common.by import By
+
+    def shot(name):
+        assert browser.execute_script(
+            "return document.documentElement.scrollWidth <= window.innerWidth + 1"), name
+        browser.save_screenshot(str(screenshot_dir() / f"{shots}-{name}.png"))
 
     kb = Keyboard(browser)
     browser.get(url)
     assert "Consent: yes." in browser.find_element(By.ID, "consent").text
+    shot("consent")
     browser.find_element(By.ID, "id_agree").click()
     mark = "consent"
     browser.execute_script("window.__pageMark = arguments[0];", mark)
     browser.find_element(By.ID, "start").click()
+    shown = False
     for _ in range(10):
         from selenium.webdriver.support.ui import WebDriverWait
 
@@ -180,12 +191,16 @@ def _crowd(browser, url, task):
                                                                               "completion-code"))
         if browser.find_elements(By.ID, "completion-code"):
             break
+        if not shown:
+            shot("document")
+            shown = True
         title = browser.find_element(By.ID, "doc-title").text  # "Page 2 on topic 1"
         words = title.split()
         docid = f"t{words[-1]}d{words[1]}"
         grade = {"t1d2": "2", "t2d2": "1", "t1d3": "0"}.get(docid, "1")
         kb.press_and_wait(grade)
     assert browser.find_element(By.ID, "completion-code").text == "JUDGE-7"
+    shot("done")
     worker = "prolific:5f1e2d3c4b5a69788796a5b4"
     status = selectors.crowd_worker_status(task, worker)
     assert status["status"] == "completed" and status["judged"] == 3

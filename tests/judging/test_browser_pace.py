@@ -1,8 +1,10 @@
 """How fast the judging page is to use, measured in a real headless Chromium: an assessor
 judges ten documents in topic mode, one keystroke each, at a desktop and at a phone width.
 The document and the grading panel are on screen without scrolling; screenshots of every
-page go to ``screenshots/`` under the test's tmp path, and the keystrokes and seconds per
-judgment to ``pace.json`` beside them (also printed, ``-s`` shows them)."""
+page are kept with the other browser tests' (``bench/out/screenshots/``, git-ignored;
+``SCREENSHOT_DIR`` overrides it) as ``assessor-pace-<width>-NN.png``, and the keystrokes
+and seconds per judgment in ``assessor-pace-<width>.json`` beside them (also printed,
+``-s`` shows them)."""
 from __future__ import annotations
 
 import json
@@ -17,11 +19,11 @@ from judging.models import Label
 from .conftest import make_pool
 from .page_fixtures import pages_index, use_pages  # noqa: F401 (fixture)
 from .test_browser_judging import Keyboard, browser, shows_failure, sign_in  # noqa: F401
-from tests.browser import BROWSER_MARKS
+from tests.browser import BROWSER_MARKS, DESKTOP, PHONE, screenshot_dir
 
 pytestmark = BROWSER_MARKS
 
-WIDTHS = {"desktop": (1280, 900), "phone": (390, 844)}
+WIDTHS = {"desktop": DESKTOP, "phone": PHONE}
 JUDGMENTS = 10
 
 
@@ -44,12 +46,13 @@ def test_ten_judgments_with_ten_keystrokes(width, live_server, browser, pages_in
         pages_index)
     sign_in(browser, live_server, django_user_model.objects.create_user("alice", password="x"))
     browser.set_window_size(*WIDTHS[width])
+    shots = screenshot_dir()
     try:
-        measured = _judge_ten(live_server, browser, tmp_path / "screenshots", width)
+        measured = _judge_ten(live_server, browser, shots, width)
     except Exception:
         shows_failure(browser)
         raise
-    (tmp_path / "pace.json").write_text(json.dumps(measured, indent=2))
+    (shots / f"assessor-pace-{width}.json").write_text(json.dumps(measured, indent=2))
     print(json.dumps(measured))
     labels = Label.objects.filter(judgment_set=task.judgment_set, current=True)
     assert labels.count() == JUDGMENTS
@@ -57,13 +60,13 @@ def test_ten_judgments_with_ten_keystrokes(width, live_server, browser, pages_in
         int(k) for k in measured["keys"])
     assert measured["keystrokes"] == JUDGMENTS
     assert all(s is not None and 0 <= s < 60 for s in labels.values_list("seconds", flat=True))
-    assert len(list((tmp_path / "screenshots").glob(f"{width}-*.png"))) == JUDGMENTS + 1
+    assert len(measured["screenshots"]) == JUDGMENTS + 1
+    assert all((shots / name).stat().st_size > 1000 for name in measured["screenshots"])
 
 
 def _judge_ten(live_server, browser, shots, width) -> dict:
     from selenium.webdriver.common.by import By
 
-    shots.mkdir(exist_ok=True)
     kb = Keyboard(browser)
     browser.get(f"{live_server.url}/judging/tasks/pace/")
     # document first: its title and the grade keys are on screen without scrolling
@@ -71,9 +74,14 @@ def _judge_ten(live_server, browser, shots, width) -> dict:
     assert _in_view(browser, "grades")["visible"], _in_view(browser, "grades")
     # the statement is shown once (the topic's title is "topic 1", its statement differs)
     assert browser.page_source.count("statement 1") == 1
-    keys, seconds, seen = [], [], []
+    keys, seconds, seen, screenshots = [], [], [], []
+
+    def shot(n):
+        screenshots.append(f"assessor-pace-{width}-{n:02d}.png")
+        browser.save_screenshot(str(shots / screenshots[-1]))
+
     for n in range(JUDGMENTS):
-        browser.save_screenshot(str(shots / f"{width}-{n:02d}.png"))
+        shot(n)
         seen.append(kb.docid())
         key = "01"[n % 2]
         start = time.monotonic()
@@ -81,14 +89,15 @@ def _judge_ten(live_server, browser, shots, width) -> dict:
         seconds.append(time.monotonic() - start)
         keys.append(key)
         assert kb.docid() != seen[-1]
-    browser.save_screenshot(str(shots / f"{width}-{JUDGMENTS:02d}.png"))
+    shot(JUDGMENTS)
     assert len(set(seen)) == JUDGMENTS
     # the assessor's own pace: judged today and seconds per judgment
     pace = browser.find_element(By.ID, "pace")
     assert browser.find_element(By.ID, "pace-today").text == str(JUDGMENTS)
     return {"width": width, "judgments": JUDGMENTS, "keystrokes": len(keys), "keys": keys,
             "seconds_per_judgment": round(statistics.mean(seconds), 3),
-            "seconds": [round(s, 3) for s in seconds], "pace_text": pace.text}
+            "seconds": [round(s, 3) for s in seconds], "pace_text": pace.text,
+            "screenshots": screenshots}
 
 
 @pytest.mark.django_db(transaction=True)

@@ -73,6 +73,9 @@ PAGES: dict[str, str] = {
     "judging:crowd_consent": WORKER,
     "judging:crowd_judge": WORKER,
     "judging:crowd_done": WORKER,
+    # an organiser's invite link: whoever holds it makes an account or signs in, and
+    # becomes an assessor of that one task (judging.services.invite_accept)
+    "judging:invite": PUBLIC,
     # assessors
     "judging:index": SIGNED_IN,  # the account's own tasks
     "judging:judge": ASSESSOR,
@@ -116,6 +119,8 @@ PAGES: dict[str, str] = {
     "judging:manage_stop": STAFF,
     "judging:manage_resume": STAFF,
     "judging:manage_export": STAFF,
+    "judging:manage_invite_new": STAFF,
+    "judging:manage_invite_revoke": STAFF,
     "evaluation:index": STAFF,
     "evaluation:analysis_new": STAFF,
     "evaluation:analysis_detail": STAFF,

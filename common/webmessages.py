@@ -20,7 +20,11 @@ def _phrases() -> list[tuple[str, str]]:
     """(command-line phrase, the page's words in HTML), longest phrases first."""
     upload_run = _link("projects:organiser_run_upload", "upload a system run")
     launch = _link("projects:organiser_retrieval_launch", "launch retrieval")
+    upload_collection = _link("projects:organiser_collection_upload", "upload the collection")
     return [
+        ("to leave such documents out, skip empty documents (--skip-empty)",
+         f"to leave such documents out, {upload_collection} again with the “Skip empty” "
+         "box (skip_empty) ticked"),
         ("import a system run (import_run) first",
          f"{upload_run}, or {launch} with “also run the model over titles as system runs” "
          "and choose the title runs when building the pool"),

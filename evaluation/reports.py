@@ -191,14 +191,42 @@ COMMANDS = {"evaluate": "evaluate", "agreement": "agreement", "intents": "intent
 # --- presenting ----------------------------------------------------------------------------
 
 
+#: page headings of result names a word-by-word reading would not say well
+HEADINGS = {"sd_ratio": "SD ratio (variants / systems)", "tau_b": "Kendall's τ_b",
+            "tau_ap": "τ_AP", "tau_ap_a": "τ_AP (first as truth)",
+            "tau_ap_b": "τ_AP (second as truth)", "fleiss_kappa": "Fleiss' κ",
+            "cohen_kappa": "Cohen's κ", "krippendorff_alpha": "Krippendorff's α",
+            "iqr": "IQR", "q1": "first quartile", "q3": "third quartile"}
+_WORDS = {"sd": "SD", "n": "N", "ci": "CI", "rbo": "RBO", "kappa": "κ", "alpha": "α",
+          "tau": "τ", "var": "variance of", "iqr": "IQR", "q1": "first quartile",
+          "q3": "third quartile"}
+
+
+def heading(name: str) -> str:
+    """A result's name (a CSV column, a series in a figure) as a page says it:
+    ``variants_sd`` is "variants SD", ``krippendorff_alpha.ordinal`` "Krippendorff's α
+    (ordinal)"; names with no underscore or dot (``topic``, ``P@10``) stay as they are."""
+    base, dot, rest = str(name).partition(".")
+    text = HEADINGS.get(base) or " ".join(_WORDS.get(w, w) for w in base.split("_") if w)
+    return f"{text} ({heading(rest)})" if dot else text
+
+
 @dataclass
 class Table:
+    """A result table: ``columns`` are the CSV's names; ``headings`` the page's words for
+    some of them (the others read by :func:`heading`)."""
+
     title: str
     columns: list[str]
     rows: list[list] = field(default_factory=list)
+    headings: dict[str, str] = field(default_factory=dict)
 
     def dict_rows(self) -> list[dict]:
         return [dict(zip(self.columns, r)) for r in self.rows]
+
+    def heads(self) -> list[tuple[str, str]]:
+        """``(CSV column, page heading)`` of each column."""
+        return [(c, self.headings.get(c) or heading(c)) for c in self.columns]
 
     def display(self) -> list[list[tuple[str, bool]]]:
         """Rows of ``(text, is_number)`` cells: floats to 4 decimals (3 significant
@@ -218,6 +246,24 @@ def cell_text(value) -> tuple[str, bool]:
             return "NaN", True
         return (f"{value:.4f}" if value == 0 or abs(value) >= 0.001 else f"{value:.3g}"), True
     return str(value), False
+
+
+def param_rows(params: dict) -> list[tuple[str, str]]:
+    """An analysis's parameters as ``(heading, text)`` for a key/value list: lists joined
+    with commas, yes/no for booleans, empty ones left out."""
+    rows = []
+    for key in sorted(params):
+        value = params[key]
+        if value is None or value == "" or value == []:
+            continue
+        if isinstance(value, bool):
+            text = "yes" if value else "no"
+        elif isinstance(value, (list, tuple)):
+            text = ", ".join(str(v) for v in value)
+        else:
+            text = str(value)
+        rows.append((heading(key), text))
+    return rows
 
 
 @dataclass
@@ -242,9 +288,9 @@ def flatten(d: dict, prefix: str = "") -> dict:
     return out
 
 
-def _table(title: str, rows: list[dict]) -> Table:
+def _table(title: str, rows: list[dict], headings: dict[str, str] | None = None) -> Table:
     columns = list(dict.fromkeys(k for r in rows for k in r))
-    return Table(title, columns, [[r.get(c) for c in columns] for r in rows])
+    return Table(title, columns, [[r.get(c) for c in columns] for r in rows], headings or {})
 
 
 def _present_evaluate(r):
@@ -271,7 +317,7 @@ def _present_agreement(r):
         f = flatten(s)
         for name in ("fleiss_kappa", "krippendorff_alpha.ordinal"):
             if f.get(name) is not None:
-                rows.append({"topic": t, "statistic": name, "value": f[name]})
+                rows.append({"topic": t, "statistic": heading(name), "value": f[name]})
     plots = {}
     if rows:
         plots["per-topic"] = Plot("Agreement per topic", rows, lambda rows: figures.bar_figure(
@@ -334,9 +380,14 @@ def _intent_tau_rows(per_topic: dict) -> list[dict]:
             for k in ("max", "mean", "min") for n, t in enumerate(order, 1)]
 
 
+#: the variance components of :mod:`evaluation.variance` (intents nested in topics)
+VARIANCE_HEADINGS = {"sd_query": "SD topic", "sd_query_system": "SD topic × system",
+                     "sd_query_intent": "SD intent within topic", "sd_residual": "SD residual"}
+
+
 def _present_variance(r):
     comps = [{"model": m, **v} for m, v in r.items() if m in ("model1", "model2", "model3", "full")]
-    tables = [_table(f"Standard deviations ({r['measure']}, REML)", comps),
+    tables = [_table(f"Standard deviations ({r['measure']}, REML)", comps, VARIANCE_HEADINGS),
               _table(f"Allocation of a budget of {r['budget']} judged (query, intent) pairs", r["allocation"])]
     rows = [{"intents": a["intents"], "queries": a["queries"], "quantity": q, "variance": a[k]}
             for a in r["allocation"] for q, k in (("one system's mean", "var_mean"),
@@ -371,7 +422,7 @@ def _present_variance(r):
 
 
 def _present_variability(r):
-    from evaluation.variability import figure_rows, per_topic_rows
+    from evaluation.variability import COMPONENTS, figure_rows, per_topic_rows
 
     tables = [_table("Overall", [r["overall"]]),
               _table(f"Per topic: {r['measure']} over user variants ({r['model']}) and systems", per_topic_rows(r)),
@@ -379,8 +430,8 @@ def _present_variability(r):
     if r.get("decomposition"):
         d = r["decomposition"]
         tables.insert(1, _table(f"Variance components over models {', '.join(d['models'])}",
-                                [{"component": k, "sd": d["components"]["sd_" + k], "share": v}
-                                 for k, v in d["shares"].items()]))
+                                [{"component": COMPONENTS.get(k, k), "sd": d["components"]["sd_" + k],
+                                  "share": v} for k, v in d["shares"].items()]))
     rows = figure_rows(r)
     title = f"{r['measure']} per topic: user variants and systems"
     plots = {"spread": Plot(title, rows["spread"], lambda rows: figures.box_figure(

@@ -267,6 +267,12 @@ def _decompose(per_model, qrels, specs, order) -> tuple[dict | None, str]:
             "sd_system_means": float(np.std(system_means.to_numpy(), ddof=1))}, note
 
 
+#: the variance components by name, as the page's table and figure say them (the variant
+#: is the intent nested in its topic)
+COMPONENTS = {"query": "topic", "query_system": "topic × model",
+              "query_intent": "variant within topic", "residual": "residual"}
+
+
 def figure_rows(result: dict) -> dict:
     """The rows behind the page's figures: box plots of scores per topic (variants next to
     systems) and the variance shares."""
@@ -274,9 +280,7 @@ def figure_rows(result: dict) -> dict:
                        "name": r["name"], "people": r["people"], "score": r["score"]}
                       for r in result["scores"]]}
     if result.get("decomposition"):
-        labels = {"query": "topic", "query_system": "topic × model", "query_intent": "variant within topic",
-                  "residual": "residual"}
-        out["components"] = [{"component": labels.get(k, k), "sd": result["decomposition"]["components"]["sd_" + k],
+        out["components"] = [{"component": COMPONENTS.get(k, k), "sd": result["decomposition"]["components"]["sd_" + k],
                               "share": v} for k, v in result["decomposition"]["shares"].items()]
     return out
 

@@ -68,10 +68,10 @@ def analysis_new(request, kind):
 def analysis_detail(request, pk):
     analysis = _analysis_or_404(pk)
     ctx = {"analysis": analysis, "command": reports.COMMANDS[analysis.kind],
-           "params": json.dumps(analysis.params, sort_keys=True)}
+           "params": reports.param_rows(analysis.params)}
     if analysis.status == "done":
         tables, plots = reports.present(analysis.kind, analysis.result)
-        ctx["tables"] = [(n, t.title, t.columns, t.display()[:TABLE_ROWS], len(t.rows))
+        ctx["tables"] = [(n, t.title, t.heads(), t.display()[:TABLE_ROWS], len(t.rows))
                          for n, t in enumerate(tables)]
         ctx["table_rows"] = TABLE_ROWS
         ctx["plots"] = [(name, p.title, figures.svg_inline(p.figure(), title=p.title)) for name, p in plots.items()]

@@ -124,3 +124,10 @@ class StopRuleForm(forms.Form):
             except ValueError as exc:
                 raise forms.ValidationError(str(exc)) from None
         return value
+
+
+class InviteForm(forms.Form):
+    """A new invite link to a task: how many days it stays open."""
+
+    days = forms.IntegerField(min_value=1, max_value=90, initial=7,
+                              help_text="the link works once, until this many days from now")

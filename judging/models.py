@@ -297,6 +297,25 @@ class GoldAnswer(models.Model):
         ]
 
 
+class AssessorInvite(models.Model):
+    """A link an organiser hands someone so they become an assessor of one task: whoever
+    opens it creates an account (or signs in) and is added to the task's assessors. Only
+    the SHA-256 of the link's token is kept, so the table does not give links away; an
+    invite is used once, expires at ``expires`` and may be revoked before."""
+
+    task = models.ForeignKey(JudgingTask, on_delete=models.CASCADE, related_name="invites")
+    token_hash = models.CharField(max_length=64, unique=True)
+    created_by = models.CharField(max_length=200)
+    created = models.DateTimeField(auto_now_add=True)
+    expires = models.DateTimeField()
+    revoked = models.DateTimeField(null=True, blank=True)
+    used = models.DateTimeField(null=True, blank=True)
+    used_by = models.CharField(max_length=200, blank=True, default="")
+
+    class Meta:
+        ordering = ["-created", "-id"]
+
+
 # Tables named in the hand-written SQL of the judging hot paths (common.sql runs it).
 SLOT_TABLE, ITEM_TABLE = JudgingSlot._meta.db_table, JudgingItem._meta.db_table
 TOPIC_TABLE, ASSESSOR_TABLE = TaskTopic._meta.db_table, TaskAssessor._meta.db_table

@@ -17,6 +17,11 @@ urlpatterns = [
     path("manage/<str:name>/stop/", views.manage_stop, name="manage_stop"),
     path("manage/<str:name>/resume/", views.manage_resume, name="manage_resume"),
     path("manage/<str:name>/export/<str:fmt>/", views.manage_export, name="manage_export"),
+    path("manage/<str:name>/invites/", views.manage_invite_new, name="manage_invite_new"),
+    path("manage/<str:name>/invites/<int:pk>/revoke/", views.manage_invite_revoke,
+         name="manage_invite_revoke"),
+    # Anyone with an invite link: an account (new, or signed in) becomes a task's assessor.
+    path("invite/<str:token>/", views.invite, name="invite"),
     # Crowd workers: the public link of a published task, then pages held by a cookie.
     path("w/<str:slug>/", views.crowd_entry, name="crowd_entry"),
     path("w/<str:slug>/consent/", views.crowd_consent, name="crowd_consent"),

@@ -62,11 +62,16 @@ def _check_docid(path, line_no: int, docid: str, seen: set) -> str:
     return docid
 
 
+#: how to leave empty documents out instead, as the command line says it (a page says it
+#: with its own words: common.webmessages)
+SKIP_EMPTY_HINT = "to leave such documents out, skip empty documents (--skip-empty)"
+
+
 def _check_document(path, line_no: int, doc: Document, allow_empty: bool) -> Document:
     if not allow_empty and not doc.contents.strip():
         raise InputError(
             path, line_no, f"document {quote(doc.docid)} has no text to index (Anserini "
-            "would drop it)")
+            f"would drop it); {SKIP_EMPTY_HINT}")
     if len(doc.raw) > MAX_DOCUMENT_CHARS:
         raise InputError(
             path, line_no, f"document {quote(doc.docid)} is longer than {MAX_DOCUMENT_CHARS} "

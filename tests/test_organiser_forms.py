@@ -288,6 +288,28 @@ def test_collection_upload_is_always_a_task_that_builds_an_index(staff, settings
     assert bad.status == "failed"
     assert "broken.jsonl, line 2: document 'e' has no text" in bad.error
     assert not Collection.objects.filter(name="broken").exists()
+    # the error points at the form's box that leaves such documents out
+    failed_page = staff.get(reverse("projects:organiser_upload_status", args=[bad.pk])).content.decode()
+    assert "“Skip empty” box (skip_empty) ticked" in failed_page
+    assert f'<a href="{url}">upload the collection</a>' in failed_page
+    assert "--skip-empty" not in failed_page
+
+
+@pytest.mark.django_db
+def test_a_checkbox_help_text_sits_below_the_box(staff):
+    """Pico lifts a small that directly follows an input over it (for text inputs): the
+    checkbox's help is not that sibling, and the site's style gives it a line of its own."""
+    import re
+
+    page = staff.get(reverse("projects:organiser_collection_upload")).content.decode()
+    label = re.search(r'<label for="id_skip_empty" class="checkbox-field">(.*?)</label>', page, re.S)
+    assert label, "the Skip empty checkbox has its own label"
+    inner = label.group(1)
+    assert re.search(r'<input type="checkbox" name="skip_empty"[^>]*>\s*<span>Skip empty</span>', inner)
+    assert '<small class="checkbox-help" id="id_skip_empty-help">leave out documents' in inner
+    assert not re.search(r'type="checkbox"[^>]*>\s*<small', page)
+    css = (Path(__file__).resolve().parents[1] / "static/ui/site.css").read_text()
+    assert re.search(r"label\.checkbox-field > small\.checkbox-help \{ display: block; margin-top: \.25rem", css)
 
 
 @pytest.mark.django_db

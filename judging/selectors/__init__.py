@@ -6,7 +6,8 @@ the name is unknown; nothing returns ``None`` on failure. Labels that count are 
 could not judge has none).
 
 One module per job: :mod:`.qrels` (judgment sets and their export), :mod:`.tasks_read`
-(tasks, progress, the queue's reads, the pages) and :mod:`.gold` (crowd publication).
+(tasks, progress, the queue's reads, the pages), :mod:`.gold` (crowd publication) and
+:mod:`.invites` (invite links).
 The names below are the app's read interface; import them from ``judging.selectors``.
 """
 from .gold import (
@@ -18,6 +19,7 @@ from .gold import (
     GoldItem,
     task_gold_accuracy,
 )
+from .invites import invite_state, task_invites
 from .qrels import (
     EXPORT_FORMATS,
     task_export_formats,
@@ -72,6 +74,7 @@ __all__ = [
     "gold_items",
     "gold_next",
     "gold_passed",
+    "invite_state",
     "judgment_set_get",
     "judgment_set_list",
     "pool_contributing_rankings",
@@ -88,6 +91,7 @@ __all__ = [
     "task_get",
     "task_gold_accuracy",
     "task_intent_stats",
+    "task_invites",
     "task_item_get",
     "task_judged_by",
     "task_judged_sequences",

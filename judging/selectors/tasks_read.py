@@ -377,11 +377,18 @@ def task_item_get(task: JudgingTask, item_id: int):
         raise ValueError(f"task {task.name!r} has no item {item_id}") from None
 
 
+#: timed judgments an assessor's pace waits for, while their labels span under a minute
+PACE_MIN_TIMED = 2
+
+
 def task_assessor_stats(task: JudgingTask) -> list[dict]:
     """Per assessor: ``items`` judged (current labels), ``labels`` (every revision),
     ``revisions`` (labels beyond the first of an item), ``cannot_judge`` items, ``first``
-    and ``last`` label times, ``per_hour`` (items per hour between first and last; None
-    under a minute), ``median_seconds`` and ``mean_seconds`` (time on page per submit)."""
+    and ``last`` label times, ``median_seconds`` and ``mean_seconds`` (time on page per
+    submit), and ``per_hour``: items per hour between the first and the last label once
+    they are a minute apart, before that 3600 / ``mean_seconds`` once
+    :data:`PACE_MIN_TIMED` submits are timed (None until then, and ``per_hour_after``
+    says how many more timed judgments it waits for)."""
     import statistics
 
     per: dict[str, dict] = {}
@@ -406,10 +413,18 @@ def task_assessor_stats(task: JudgingTask) -> list[dict]:
         items = len(s["items"])
         span = (s["last"] - s["first"]).total_seconds()
         secs = [v for v in keys[a].values() if v is not None]
+        mean = statistics.fmean(secs) if secs else None
+        if span >= 60:
+            per_hour = items / (span / 3600)
+        elif len(secs) >= PACE_MIN_TIMED and mean:
+            per_hour = 3600 / mean
+        else:
+            per_hour = None
         out.append({**s, "items": items, "cannot_judge": len(s["cannot_judge"]),
-                    "per_hour": items / (span / 3600) if span >= 60 else None,
+                    "per_hour": per_hour,
+                    "per_hour_after": 0 if per_hour is not None else PACE_MIN_TIMED - len(secs),
                     "median_seconds": statistics.median(secs) if secs else None,
-                    "mean_seconds": statistics.fmean(secs) if secs else None})
+                    "mean_seconds": mean})
     return out
 
 

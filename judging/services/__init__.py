@@ -35,10 +35,20 @@ Progress is read without scanning slots: each topic's count of done slots
 One module per job: :mod:`.imports` (judgment files), :mod:`.judging_tasks` (scales and task
 creation), :mod:`.queue` (leases and batches), :mod:`.adaptive` (the per-process replay of
 the adaptive orders), :mod:`.judgments` (submit and undo), :mod:`.topic_stop` (the stopping
-rule) and :mod:`.publication` (the document collection, crowd publication, gold answers).
+rule), :mod:`.publication` (the document collection, crowd publication, gold answers) and
+:mod:`.invites` (invite links that make someone an assessor of a task).
 The names below are the app's write interface; import them from ``judging.services``.
 """
 from .adaptive import ADAPTIVE_CACHE_TOPICS
+from .invites import (
+    INVITE_DAYS,
+    MAX_INVITE_DAYS,
+    InviteError,
+    invite_accept,
+    invite_check,
+    invite_create,
+    invite_revoke,
+)
 from .imports import LABEL_BATCH, judgment_set_delete, judgments_import
 from .judging_tasks import MAX_REDUNDANCY, SCALES, judging_task_create, scale_grades
 from .judgments import judgment_submit, judgment_undo
@@ -47,8 +57,9 @@ from .queue import LeasedItem, LeaseLost, QueueError, batch_lease, leases_expire
 from .topic_stop import judging_task_stop_rule_set, topic_resume, topic_stop_check
 
 __all__ = [
-    "ADAPTIVE_CACHE_TOPICS", "LABEL_BATCH", "MAX_REDUNDANCY", "SCALES",
-    "LeaseLost", "LeasedItem", "QueueError",
+    "ADAPTIVE_CACHE_TOPICS", "INVITE_DAYS", "LABEL_BATCH", "MAX_INVITE_DAYS", "MAX_REDUNDANCY",
+    "SCALES", "InviteError", "LeaseLost", "LeasedItem", "QueueError",
+    "invite_accept", "invite_check", "invite_create", "invite_revoke",
     "batch_lease", "gold_answer_submit", "judging_task_collection_set", "judging_task_create",
     "judging_task_publish", "judging_task_stop_rule_set", "judgment_set_delete",
     "judgment_submit", "judgment_undo", "judgments_import", "leases_expire", "leases_release",

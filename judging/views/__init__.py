@@ -16,11 +16,13 @@ The judging form posts without JavaScript; a signed reference in the form carrie
 item, an idempotency key and the time the page was shown, so a double or retried submit
 writes nothing twice. Document text is shown as text: the template escapes every piece.
 
-One module per audience: :mod:`.assessors`, :mod:`.organisers` and :mod:`.crowd`; the
+One module per audience: :mod:`.assessors`, :mod:`.organisers` and :mod:`.crowd`, and
+:mod:`.invites` for the links that make someone an assessor; the
 judging page they share is :mod:`.page`.
 """
 from .assessors import index, judge, undo
 from .crowd import crowd_consent, crowd_done, crowd_entry, crowd_judge
+from .invites import invite, manage_invite_new, manage_invite_revoke
 from .organisers import (
     manage_collection,
     manage_export,
@@ -32,7 +34,7 @@ from .organisers import (
 )
 
 __all__ = [
-    "crowd_consent", "crowd_done", "crowd_entry", "crowd_judge", "index", "judge",
-    "manage_collection", "manage_export", "manage_list", "manage_publish", "manage_resume",
+    "crowd_consent", "crowd_done", "crowd_entry", "crowd_judge", "index", "invite", "judge",
+    "manage_collection", "manage_invite_new", "manage_invite_revoke", "manage_export", "manage_list", "manage_publish", "manage_resume",
     "manage_stop", "manage_task", "undo",
 ]

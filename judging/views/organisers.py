@@ -9,7 +9,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from common.webmessages import web_message
 
 from .. import analysis, labelfiles, selectors, services
-from ..forms import CollectionForm, PublishForm, StopRuleForm
+from ..forms import CollectionForm, InviteForm, PublishForm, StopRuleForm
 from .page import bar, may_judge, task_or_404
 
 
@@ -43,6 +43,7 @@ def manage_task(request, name):
         "crowd_links": crowd_links, "formats": selectors.task_export_formats(task.mode),
         "recall": analysis.task_recall_estimates(task),
         "stop_form": StopRuleForm(initial={"rule": task.stop_rule}),
+        "invites": selectors.task_invites(task), "invite_form": InviteForm(),
     })
 
 

@@ -67,7 +67,7 @@ class Fixture(types.SimpleNamespace):
             "slug": self.task_c.study.slug if view_name.startswith("judging:crowd_") else self.study.slug,
             "position": 1, "n": 0, "fmt": "csv", "kind": "evaluate", "docid": "t1d1",
             "collection": "none", "topic_id": "1", "object_id": "1", "url": "nowhere/",
-            "content_type_id": "1", "rest": "nowhere/", "id": 1, "run_id": self.run.pk, "ref": self.pool.pk,
+            "content_type_id": "1", "rest": "nowhere/", "id": 1, "token": "no-such-invite", "run_id": self.run.pk, "ref": self.pool.pk,
         }
         if name == "pk":
             if "study" in view_name:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 
 import pytest
 from django.contrib.auth.models import User
@@ -106,6 +107,15 @@ def test_variability_page_tables_figures_downloads(staff, small, django_capture_
     assert page.count("<svg") == 2 and 'role="img"' in page and "refresh" not in page
     assert "Per topic: P@2 over user variants (bm25) and systems" in page
     assert '<td class="num">0.5000</td>' in page  # topic 1: sd over variants and systems
+    # headings and components in words, the same in the table as in the figure; the CSV's
+    # names stay on the headings' titles
+    assert "<td>variant within topic</td>" in page and "<td>query_intent</td>" not in page
+    assert '<th scope="col" title="sd_ratio in the CSV">SD ratio (variants / systems)</th>' in page
+    assert '<th scope="col" title="variants_sd in the CSV">variants SD</th>' in page
+    assert not re.search(r"<th[^>]*>[^<]*_[^<]*</th>", page)
+    # parameters as a key/value list, not JSON
+    assert '<dl class="stats" id="params">' in page and "<dt>topic set</dt><dd>small</dd>" in page
+    assert "<dt>measure</dt><dd>P@2</dd>" in page and '{"' not in page
     base = f"/evaluation/analyses/{analysis.pk}/figures/spread"
     for fmt, ctype, magic in (("png", "image/png", b"\x89PNG"), ("pdf", "application/pdf", b"%PDF"),
                               ("svg", "image/svg+xml", b"<?xml")):
@@ -262,3 +272,15 @@ def test_no_tags_means_every_system_run_of_the_topic_set(small):
     analysis = services.analysis_create("evaluate", {"topic_set": "small", "tags": [], "judgments": "nist",
                                                      "measures": "P@2"})
     assert sorted(_run(analysis).result["runs"]) == ["sysA", "sysB", "sysC"]
+
+
+def test_result_names_read_as_headings_and_parameters_as_a_list():
+    assert reports.heading("variants_sd") == "variants SD"
+    assert reports.heading("krippendorff_alpha.ordinal") == "Krippendorff's α (ordinal)"
+    assert reports.heading("P@10") == "P@10" and reports.heading("topic") == "topic"
+    assert reports.heading("sd_ratio") == "SD ratio (variants / systems)"
+    assert reports.param_rows({"tags": ["a", "b"], "complete": False, "qrels": "q",
+                               "judgments": "", "order": None}) == [
+        ("complete", "no"), ("qrels", "q"), ("tags", "a, b")]
+    table = reports.Table("t", ["component", "sd_query"], [], {"sd_query": "SD topic"})
+    assert table.heads() == [("component", "component"), ("sd_query", "SD topic")]

@@ -8,6 +8,7 @@ import pytest
 from django.test import Client
 
 from judging import services
+from judging.models import JudgingTask as Task
 from judging.models import Label
 
 from .conftest import make_pool
@@ -128,7 +129,14 @@ def test_every_form_needs_its_csrf_token(setup):
     page = boss.get("/judging/manage/ab/").content.decode()
     assert 'id="publish-form"' in page
     assert 'id="stop-form"' in page
-    assert page.count('method="post"') == page.count('name="csrfmiddlewaretoken"') == 4
+    # every form of the page (the new invite link's among them) carries the token
+    assert page.count('method="post"') == page.count('name="csrfmiddlewaretoken"') == 5
+    assert 'id="invite-new-form"' in page
+    assert boss.post("/judging/manage/ab/invites/", {"days": "7"}).status_code == 403
+    _, token = services.invite_create(Task.objects.get(name="ab"), "boss")
+    invited = Client(enforce_csrf_checks=True)
+    assert 'name="csrfmiddlewaretoken"' in invited.get(f"/judging/invite/{token}/").content.decode()
+    assert invited.post(f"/judging/invite/{token}/", {}).status_code == 403
     assert boss.post("/judging/manage/ab/publish/", {}).status_code == 403
     assert boss.post("/judging/manage/ab/stop/", {"rule": "knee"}).status_code == 403
     assert boss.post("/judging/manage/ab/resume/", {"topic": "1"}).status_code == 403

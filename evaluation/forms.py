@@ -26,11 +26,17 @@ def _system_runs():
 
 
 def _sources():
+    """Every judgment set: imported qrels (a judgment set read from a qrels file) as
+    ``qrels:NAME``, the kind they hold checked against the measure; the others as
+    ``judgments:NAME``."""
     from judging.selectors import judgment_set_list
-    from pooling.selectors import qrels_list
 
-    judged = [(f"judgments:{n}", f"judgment set {n}") for n in judgment_set_list().values_list("name", flat=True)]
-    imported = [(f"qrels:{n}", f"imported qrels {n} ({f})") for n, f in qrels_list().values_list("name", "format")]
+    rows = judgment_set_list().values_list("name", "source", "format")
+    qrels = {"adhoc", "diversity"}
+    judged = [(f"judgments:{n}", f"judgment set {n}") for n, s, f in rows
+              if not (s == "import" and f in qrels)]
+    imported = [(f"qrels:{n}", f"imported qrels {n} ({f})") for n, s, f in rows
+                if s == "import" and f in qrels]
     return [("", "—")] + judged + imported
 
 

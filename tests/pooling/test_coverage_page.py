@@ -4,6 +4,8 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
+from judging.selectors import qrels_records
+from judging.services import qrels_import
 from pooling import analysis, services
 from tests.pooling.test_django_pools import rankings_db  # noqa: F401  (fixture)
 
@@ -12,7 +14,7 @@ from tests.pooling.test_django_pools import rankings_db  # noqa: F401  (fixture)
 def topic1_qrels(db, tmp_path):
     f = tmp_path / "one.qrels"
     f.write_text("1 1 doc-a 1\n1 1 doc-c 0\n1 1 doc-b -2\n")
-    return services.qrels_import(f, format="diversity", name="one")
+    return qrels_import(f, format="diversity", name="one")
 
 
 @pytest.fixture
@@ -28,7 +30,7 @@ def test_topics_without_qrels_are_shown_not_averaged(rankings_db, topic1_qrels, 
                                                      staff_client):
     pool = services.pool_build(services.pool_create(topic_set_name="ts", sources="users",
                                                     depth=2).id)
-    cov = analysis.pool_coverage(pool, topic1_qrels)
+    cov = analysis.pool_coverage(pool, qrels_records(topic1_qrels))
     rows = {r["topic"]: r for r in cov["rows"]}
     assert rows["1"]["has_qrels"] and not rows["2"]["has_qrels"]
     assert rows["2"]["pct_unjudged"] == 100.0

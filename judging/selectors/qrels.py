@@ -7,11 +7,13 @@ from collections import defaultdict
 from datetime import timezone as dt_timezone
 from typing import Iterable, Iterator
 
+from django.db.models import Exists, OuterRef
+
 from pooling import coverage, qrelsio
 
 from .. import aggregate as agg
 from ..labelfiles import QrelsLine
-from ..models import NO_INTENT, JudgmentSet, Label
+from ..models import NO_INTENT, QRELS_ASSESSOR, JudgmentSet, Label
 
 EXPORT_FORMATS = ("adhoc", "diversity", "ndeval", "raw")
 
@@ -39,6 +41,14 @@ def judgment_set_get(name: str) -> JudgmentSet:
     except JudgmentSet.DoesNotExist:
         known = ", ".join(JudgmentSet.objects.values_list("name", flat=True)[:20]) or "none"
         raise ValueError(f"no judgment set named {name!r} (known: {known})") from None
+
+
+def qrels_file_sets():
+    """The judgment sets read from a qrels file by ``import_qrels`` (imported, every label
+    by :data:`~judging.models.QRELS_ASSESSOR`): other people's judgments, which a release
+    leaves out (cite their source)."""
+    others = Label.objects.filter(judgment_set=OuterRef("pk")).exclude(assessor=QRELS_ASSESSOR)
+    return JudgmentSet.objects.filter(source=JudgmentSet.SOURCE_IMPORT).exclude(Exists(others))
 
 
 def qrels_get(name: str) -> JudgmentSet:

@@ -14,7 +14,7 @@ from common.naturalsort import natural_key
 from pooling import qrelsio
 
 from .. import labelfiles
-from ..models import NO_INTENT, JudgmentSet, Label
+from ..models import NO_INTENT, QRELS_ASSESSOR, JudgmentSet, Label
 
 LABEL_BATCH = 5000
 
@@ -73,10 +73,6 @@ def judgments_import(path, *, format: str, name: str, topic_set_name: str | None
                              "grade", "cannot_judge", "rationale", "created", "revision",
                              "current", "withdrawn", "line", "simulated"), rows())
     return jset
-
-
-#: The assessor of the labels a qrels file gives: one judgment per line, nobody named.
-QRELS_ASSESSOR = "qrels"
 
 
 def qrels_import(path, *, format: str, name: str, topic_set_name: str | None = None,

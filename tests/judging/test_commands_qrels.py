@@ -217,3 +217,26 @@ def test_import_smart_and_cranqrel_files(shared_data):
     with pytest.raises(CommandError, match="--format smart"):
         call_command("import_qrels", str(small / "cacm" / "qrels.text"), "--format", "adhoc",
                      "--name", "x", stdout=StringIO())
+
+
+@pytest.mark.django_db
+def test_qrels_are_a_judgment_set_of_the_topic_set_given_or_found(tmp_path):
+    from topics.services import topics_import
+    from topics.topicfiles import TopicRecord
+
+    topics_import("a", [TopicRecord("1", title="x"), TopicRecord("2", title="y")])
+    topics_import("b", [TopicRecord("1", title="x")])
+    f = tmp_path / "q.txt"
+    f.write_text("1 0 d1 1\n2 0 d2 0\n")
+    _import(f, "--format", "adhoc", "--name", "found")
+    one = tmp_path / "one.txt"
+    one.write_text("1 0 d1 1\n")
+    _import(one, "--format", "adhoc", "--name", "either")  # both sets hold topic 1
+    _import(one, "--format", "adhoc", "--name", "named", "--topic-set", "b")
+    sets = {js.name: js for js in JudgmentSet.objects.select_related("topic_set")}
+    assert sets["found"].topic_set.name == "a" and sets["either"].topic_set is None
+    assert sets["named"].topic_set.name == "b"
+    assert (sets["found"].source, sets["found"].format) == ("import", "adhoc")
+    assert list(Label.objects.filter(judgment_set=sets["found"]).order_by("line").values_list(
+        "topic_id", "intent_id", "docid", "assessor", "grade", "line")) == [
+        ("1", "", "d1", "qrels", 1, 1), ("2", "", "d2", "qrels", 0, 2)]

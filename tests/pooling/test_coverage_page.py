@@ -42,3 +42,29 @@ def test_topics_without_qrels_are_shown_not_averaged(rankings_db, topic1_qrels, 
     assert "Means over the 1 topic with judgments in these qrels; 1 pool topic without any " \
            "is left out." in text
     assert "(no qrels)" in text
+
+
+@pytest.mark.django_db
+def test_only_the_topic_sets_own_qrels_are_offered(rankings_db, topic1_qrels,  # noqa: F811
+                                                  staff_client, tmp_path):
+    """Another topic set's qrels appear neither on a project's page nor in the coverage
+    menu of its pools; its own do, whether named at import or found from the topics."""
+    from judging.services import qrels_import
+    from topics.services import topics_import
+    from topics.topicfiles import TopicRecord
+
+    topics_import("other", [TopicRecord("1", title="x"), TopicRecord("7", title="y")])
+    f = tmp_path / "theirs.qrels"
+    f.write_text("1 0 doc-a 1\n7 0 doc-b 1\n")
+    theirs = qrels_import(f, format="adhoc", name="theirs")  # only "other" holds topic 7
+    assert theirs.topic_set.name == "other"
+    assert topic1_qrels.topic_set == rankings_db  # made before "other" held topic 1 too
+    pool = services.pool_build(services.pool_create(topic_set_name="ts", sources="users",
+                                                    depth=2).id)
+    page = staff_client.get(reverse("pooling:pool_detail", args=[pool.pk])).content.decode()
+    assert '<option value="one">' in page and '<option value="theirs">' not in page
+    refused = staff_client.get(reverse("pooling:pool_detail", args=[pool.pk]) + "?qrels=theirs")
+    assert "Means over" not in refused.content.decode()
+    # the project page of "other" (the page of "ts" is the same query with the other set)
+    other = staff_client.get(reverse("projects:organiser_project", args=[theirs.topic_set.pk]))
+    assert ">theirs</a>" in other.content.decode() and ">one</a>" not in other.content.decode()

@@ -111,6 +111,7 @@ PAGES: dict[str, str] = {
     "pooling:growth": STAFF,
     "pooling:rbo": STAFF,
     "pooling:paper_figures": STAFF,
+    "pooling:qrels_list": STAFF,
     "pooling:qrels_detail": STAFF,
     "judging:manage_list": STAFF,
     "judging:manage_task": STAFF,

@@ -15,8 +15,7 @@ from common.api import name_field, service_call
 from evaluation import measures, selectors, services
 from evaluation.measures.runs import ORDERS
 from evaluation.models import Analysis
-from judging.selectors import judgment_set_get
-from pooling.selectors import qrels_get
+from judging.selectors import judgment_set_get, qrels_get
 from topics.selectors import topic_set_get
 
 
@@ -44,7 +43,8 @@ class EvaluationCreateSerializer(serializers.Serializer):
                                       help_text="a judgment set (give this or qrels)")
     qrels = serializers.CharField(required=False, allow_null=True,
                                   validators=[name_field(qrels_get, "qrels")],
-                                  help_text="imported qrels (give this or judgments)")
+                                  help_text="imported qrels, a judgment set read from a qrels file "
+                                            "(give this or judgments)")
     complete = serializers.BooleanField(default=False, help_text="average over every judged topic (trec_eval -c)")
     order = serializers.ChoiceField(choices=list(ORDERS), default="trec_eval")
 

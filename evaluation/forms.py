@@ -26,11 +26,14 @@ def _system_runs():
 
 
 def _sources():
-    from judging.selectors import judgment_set_list
-    from pooling.selectors import qrels_list
+    """Every judgment set: those read from a qrels file as ``qrels:NAME`` (the kind they
+    hold is checked against the measure), the others as ``judgments:NAME``."""
+    from judging.selectors import judgment_set_list, qrels_file_sets
 
-    judged = [(f"judgments:{n}", f"judgment set {n}") for n in judgment_set_list().values_list("name", flat=True)]
-    imported = [(f"qrels:{n}", f"imported qrels {n} ({f})") for n, f in qrels_list().values_list("name", "format")]
+    files = dict(qrels_file_sets().values_list("name", "format"))
+    judged = [(f"judgments:{n}", f"judgment set {n}")
+              for n in judgment_set_list().values_list("name", flat=True) if n not in files]
+    imported = [(f"qrels:{n}", f"imported qrels {n} ({f})") for n, f in sorted(files.items())]
     return [("", "—")] + judged + imported
 
 

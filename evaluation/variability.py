@@ -46,32 +46,29 @@ def spread(values) -> dict:
 
 def stored_qrels(*, kind: str, judgments: str | None = None, qrels: str | None = None) -> measures.Qrels:
     """Exactly one of a stored judgment set (labels combined by majority, as
-    ``export_qrels`` does) and imported qrels (``import_qrels``), as ``kind`` qrels."""
+    ``export_qrels`` does) and imported qrels (``import_qrels``), as ``kind`` qrels. Both
+    name a judgment set (imported qrels are one); ``qrels`` also checks that a set read
+    from a qrels file is of the kind the measure needs."""
     from evaluation.selectors import judgment_set_qrels
+    from judging.selectors import qrels_get
 
     if bool(judgments) == bool(qrels):
         raise ValueError("give either a stored judgment set (--judgments) or imported qrels (--qrels)")
-    if judgments:
-        try:
-            return judgment_set_qrels(judgments, kind)
-        except fileio.InputError as exc:
-            raise ValueError(str(exc)) from None
-    from pooling.selectors import qrels_get, qrels_judgments
-
-    stored = qrels_get(qrels)
-    if stored.format != kind:
-        raise ValueError(
-            f"qrels {qrels!r} are {stored.format} qrels and the measure needs {kind} qrels; "
-            f"choose {'an ad hoc' if kind == 'adhoc' else 'a diversity'} measure or other qrels")
-    out: dict = {}
-    for topic, intent, docid, grade in qrels_judgments(stored):
-        if kind == "adhoc":
-            out.setdefault(topic, {})[docid] = grade
-        else:
-            out.setdefault(topic, {}).setdefault(intent, {})[docid] = grade
-    if not out:
-        raise ValueError(f"qrels {qrels!r} hold no judgments")
-    return measures.Qrels(kind, out, f"qrels {qrels!r}")
+    if qrels:
+        stored = qrels_get(qrels)
+        if stored.format in ("adhoc", "diversity") and stored.format != kind:
+            raise ValueError(
+                f"qrels {qrels!r} are {stored.format} qrels and the measure needs {kind} qrels; "
+                f"choose {'an ad hoc' if kind == 'adhoc' else 'a diversity'} measure or other qrels")
+    try:
+        out = judgment_set_qrels(judgments or qrels, kind)
+    except fileio.InputError as exc:
+        raise ValueError(str(exc)) from None
+    if qrels:
+        if not out.judgments:
+            raise ValueError(f"qrels {qrels!r} hold no judgments")
+        return measures.Qrels(kind, out.judgments, f"qrels {qrels!r}")
+    return out
 
 
 def _variant_runs(topic_set: str, model: str | None):

@@ -226,6 +226,29 @@ class JudgingTaskViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet)
         return Response(JudgingTaskSerializer(task).data, status=status.HTTP_201_CREATED)
 
 
+class QrelsSerializer(serializers.ModelSerializer):
+    judgments_count = serializers.IntegerField(source="labels_count", read_only=True)
+
+    class Meta:
+        model = JudgmentSet
+        fields = ["name", "format", "judgments_count", "checksum", "created"]
+
+
+class QrelsViewSet(viewsets.ReadOnlyModelViewSet):
+    """Relevance judgments under the name users know, qrels: every judgment set (an
+    imported qrels file is one, its judgments its lines)."""
+
+    serializer_class = QrelsSerializer
+    lookup_field = "name"
+    lookup_value_regex = "[^/]+"
+
+    def get_queryset(self):
+        return selectors.judgment_set_list()
+
+    def get_object(self):
+        return lookup(selectors.qrels_get, self.kwargs["name"], "qrels")
+
+
 class JudgmentSetViewSet(viewsets.ReadOnlyModelViewSet):
     """Judgment sets: imported, or filled by a judging task of the same name."""
 

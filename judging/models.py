@@ -16,6 +16,9 @@ from django.db import models
 from django.db.models import Q
 
 NO_INTENT = ""
+#: The assessor of the labels read from a qrels file (``import_qrels``): one judgment per
+#: line, nobody named.
+QRELS_ASSESSOR = "qrels"
 
 
 class JudgmentSet(models.Model):

@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from .models import Pool, PoolRun, PoolTopic, Qrels
+from .models import Pool, PoolRun, PoolTopic
 
 
 class PoolRunInline(admin.TabularInline):
@@ -33,8 +33,3 @@ class PoolTopicAdmin(admin.ModelAdmin):
     exclude = ("docids", "weights", "min_rank", "users", "systems")
     list_select_related = ("pool",)
 
-
-@admin.register(Qrels)
-class QrelsAdmin(admin.ModelAdmin):
-    list_display = ("name", "format", "judgments_count", "source_file", "created")
-    readonly_fields = ("checksum", "judgments_count", "created")

@@ -21,7 +21,7 @@ import numpy as np
 from common.naturalsort import natural_key
 
 from . import growth, selectors, rbo as rbo_maths, stats
-from .models import Pool, Qrels
+from .models import Pool
 
 ORDERED_BY = {
     Pool.SOURCES_USERS: "arrival: answers collected here by answer time, then imported "
@@ -495,24 +495,27 @@ def rbo_analysis(
 # --- coverage and the rank/weight scatter --------------------------------------------------
 
 
-def pool_coverage(pool: Pool, qrels: Qrels) -> dict:
-    """Coverage of a pool by qrels: ``{"rows": [per topic], "mean": {...}}`` with the
+def pool_coverage(pool: Pool, qrels: Iterable) -> dict:
+    """Coverage of a pool by judgments: ``{"rows": [per topic], "mean": {...}}`` with the
     columns of :func:`pooling.coverage.coverage` (size, relevant, nonrelevant, unjudged and
-    their percentages of the pool size). Only judgments of the pool's topics are read."""
+    their percentages of the pool size). ``qrels``: plain records with ``topic_id``,
+    ``docid`` and ``rel`` (:mod:`pooling.qrelsio`); those of other topics are ignored."""
     from . import coverage
 
     docs = selectors.pool_docids_by_topic(pool)
-    rows = coverage.coverage(docs, selectors.qrels_records(qrels, topic_ids=list(docs)))
+    rows = coverage.coverage(docs, (r for r in qrels if r.topic_id in docs))
     return {"rows": rows[:-1], "mean": rows[-1]}
 
 
-def pool_rank_weight_points(pool: Pool, qrels: Qrels | None = None, limit: int | None = None):
-    """One point per pooled document: shallowest rank, aggregate weight, and (given qrels)
-    whether it is judged and relevant. ``limit`` keeps an evenly spaced subset, in order."""
+def pool_rank_weight_points(pool: Pool, qrels: Iterable | None = None,
+                            limit: int | None = None):
+    """One point per pooled document: shallowest rank, aggregate weight, and (given qrels
+    records, as :func:`pool_coverage` takes) whether it is judged and relevant. ``limit``
+    keeps an evenly spaced subset, in order."""
     judged: dict[str, dict[str, bool]] = {}
     if qrels is not None:
-        topics = list(selectors.pool_sizes(pool))
-        for rec in selectors.qrels_records(qrels, topic_ids=topics):
+        topics = set(selectors.pool_sizes(pool))
+        for rec in (r for r in qrels if r.topic_id in topics):
             rel = judged.setdefault(rec.topic_id, {})
             rel[rec.docid] = rel.get(rec.docid, False) or rec.rel > 0
     points = []

@@ -1,6 +1,6 @@
 """API of the pooling app: pools (read; create records a queued pool and queues its build
 through :func:`pooling.services.pool_create`), a pool's documents per topic in priority
-order, and imported qrels (read)."""
+order. (Imported qrels are judgment sets: the judging app's API serves them.)"""
 from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
@@ -10,7 +10,7 @@ from rest_framework.response import Response
 
 from common.api import lookup, name_field, service_call
 from pooling import selectors, services
-from pooling.models import Pool, Qrels
+from pooling.models import Pool
 from retrieval.selectors import collection_get, retrieval_model_get
 from topics.selectors import topic_set_get
 
@@ -70,12 +70,6 @@ class PooledDocumentSerializer(serializers.Serializer):
     systems = serializers.IntegerField()
 
 
-class QrelsSerializer(serializers.ModelSerializer):
-    class Meta:
-        model = Qrels
-        fields = ["name", "format", "judgments_count", "checksum", "created"]
-
-
 def pool_or_404(ref: str) -> Pool:
     return lookup(selectors.pool_get, ref, "pool")
 
@@ -128,16 +122,3 @@ class PoolDocumentList(generics.ListAPIView):
             raise ValidationError({"topic": ["give the topic id whose documents to list"]})
         return list(selectors.pool_documents(pool, [topic]))
 
-
-class QrelsViewSet(viewsets.ReadOnlyModelViewSet):
-    """Imported relevance judgments (qrels files)."""
-
-    serializer_class = QrelsSerializer
-    lookup_field = "name"
-    lookup_value_regex = "[^/]+"
-
-    def get_queryset(self):
-        return selectors.qrels_list()
-
-    def get_object(self):
-        return lookup(selectors.qrels_get, self.kwargs["name"], "qrels")

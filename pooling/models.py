@@ -1,4 +1,5 @@
-"""Pools of documents to judge, and imported relevance judgments (qrels).
+"""Pools of documents to judge. (Imported relevance judgments, qrels, are judgment sets of
+the judging app: the pooling analyses take them as plain records.)
 
 Pooled documents are stored compactly: one :class:`PoolTopic` row per pool and topic with
 packed little-endian arrays in priority order (``docids``: int32 ids into the retrieval
@@ -7,52 +8,10 @@ one row per document — a depth-1000 pool over 10k variants holds millions of d
 
 A pool records the runs it was built from (:class:`PoolRun`) when it is created; nothing
 it builds or replays looks up "the newest run" again.
-
-Imported qrels are one row per judgment (topic, intent, docid, grade): they are read by
-topic and joined to pools by docid string, and are written in batches.
 """
 from django.db import models
 
 from jobs.models import LeasedJob
-
-
-class Qrels(models.Model):
-    """A named set of relevance judgments imported from a TREC qrels file."""
-
-    FORMAT_ADHOC = "adhoc"
-    FORMAT_DIVERSITY = "diversity"
-    FORMAT_CHOICES = [
-        (FORMAT_ADHOC, "ad hoc: topic iter docid rel"),
-        (FORMAT_DIVERSITY, "diversity: topic subtopic docid rel"),
-    ]
-
-    name = models.CharField(max_length=100, unique=True)
-    format = models.CharField(max_length=10, choices=FORMAT_CHOICES)
-    source_file = models.TextField(blank=True, default="")
-    checksum = models.CharField(max_length=64, blank=True, default="")
-    judgments_count = models.PositiveIntegerField(default=0)
-    created = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        ordering = ["name"]
-        verbose_name_plural = "qrels"
-
-    def __str__(self):
-        return self.name
-
-
-class QrelsJudgment(models.Model):
-    """One line of a qrels file. ``intent_id`` is the subtopic for diversity qrels and the
-    (conventionally ignored) iteration column, usually "0", for ad hoc qrels."""
-
-    qrels = models.ForeignKey(Qrels, on_delete=models.CASCADE, related_name="judgments")
-    topic_id = models.CharField(max_length=100)
-    intent_id = models.CharField(max_length=100, default="0")
-    docid = models.CharField(max_length=255)
-    grade = models.SmallIntegerField()
-
-    class Meta:
-        indexes = [models.Index(fields=["qrels", "topic_id"], name="qrelsjudgment_topic")]
 
 
 class Pool(LeasedJob):

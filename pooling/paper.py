@@ -12,7 +12,7 @@ from common.naturalsort import natural_key
 
 from . import selectors
 from .analysis import pool_growth_analysis, run_ids_text
-from .models import Pool, Qrels
+from .models import Pool
 
 #: the sources of Tables 1–2, in the paper's order
 TABLE_SOURCES = (Pool.SOURCES_SYSTEMS, Pool.SOURCES_USERS, Pool.SOURCES_COMBINED)
@@ -79,18 +79,21 @@ def _judgment_of(records) -> dict[str, dict[str, str]]:
             for t, docs in judged.items()}
 
 
-def rank_weight_rows(pool: Pool, qrels: Qrels | None = None, *, topic_id: str | None = None,
-                     limit: int | None = 1000) -> list[dict]:
+def rank_weight_rows(pool: Pool, qrels: Iterable | None = None, *,
+                     topic_id: str | None = None, limit: int | None = 1000) -> list[dict]:
     """The rows behind Figure 3 (:data:`pooling.figures.RANK_WEIGHT_COLUMNS`): the pooled
     documents of ``topic_id`` (every topic when None), each topic's in order of summed RBP
     weight (heaviest first, ties by docid: the house order), ``position`` 1, 2, … in that
     order, the first ``limit`` of each topic, with the shallowest rank and the judgment in
-    ``qrels`` (``relevant``, ``irrelevant`` or ``unjudged``)."""
+    ``qrels`` (plain records with ``topic_id``, ``docid`` and ``rel``, as
+    :mod:`pooling.qrelsio` reads them): ``relevant``, ``irrelevant`` or ``unjudged``."""
     topics = [topic_id] if topic_id is not None else None
-    if topic_id is not None and topic_id not in selectors.pool_sizes(pool):
+    sizes = selectors.pool_sizes(pool)
+    if topic_id is not None and topic_id not in sizes:
         raise ValueError(f"pool {pool.label} has no topic {topic_id!r}")
-    judgments = _judgment_of(selectors.qrels_records(qrels, topic_ids=topics or list(
-        selectors.pool_sizes(pool)))) if qrels is not None else {}
+    wanted = set(topics or sizes)
+    judgments = _judgment_of([r for r in qrels if r.topic_id in wanted]
+                             ) if qrels is not None else {}
     by_topic: dict[str, list] = {}
     for d in selectors.pool_documents(pool, topic_ids=topics):
         by_topic.setdefault(d.topic_id, []).append(d)
@@ -104,12 +107,13 @@ def rank_weight_rows(pool: Pool, qrels: Qrels | None = None, *, topic_id: str | 
     return rows
 
 
-def judgment_table(topic_set_name: str, *, depth: int, qrels: Qrels,
+def judgment_table(topic_set_name: str, *, depth: int, qrels: Iterable, qrels_name: str,
                    model_name: str | None = None, collection_name: str | None = None,
                    run_ids: Iterable[int] | None = None) -> dict:
     """Tables 1–2 of the seed paper: for systems, users and combined that have rankings,
     the depth-``depth`` pool of each topic (every document in the top ``depth`` of some
-    contributing ranking) compared with ``qrels``: mean pool size per topic and the
+    contributing ranking) compared with ``qrels`` (plain records, named ``qrels_name`` in
+    the result): mean pool size per topic and the
     per-topic fractions relevant, irrelevant and unjudged averaged over topics
     (:func:`pooling.coverage.judgment_table`).
 
@@ -148,11 +152,12 @@ def judgment_table(topic_set_name: str, *, depth: int, qrels: Qrels,
                 strings[int(v)] for v in r.docids[:depth].tolist())
         pools[source] = {t: by_topic[t] for t in sorted(by_topic, key=natural_key)}
     topics = sorted({t for p in pools.values() for t in p}, key=natural_key)
-    qrel_records = list(selectors.qrels_records(qrels, topic_ids=topics))
+    wanted = set(topics)
+    qrel_records = [r for r in qrels if r.topic_id in wanted]
     judged_topics = {r.topic_id for r in qrel_records}
     return {
         "topic_set": topic_set_name,
-        "qrels": qrels.name,
+        "qrels": qrels_name,
         "depth": depth,
         "model": model_name,
         "collection": collection_name,

@@ -1,4 +1,4 @@
-"""Reads for views, commands, analyses and other apps: pools, imported qrels, the rankings
+"""Reads for views, commands, analyses and other apps: pools, the rankings
 that contribute to pools (remapped to dense docids in string order) and the arrival order
 of the answers behind them. Analyses that sample, fit or test are in :mod:`pooling.analysis`.
 """
@@ -15,7 +15,7 @@ from common.spreadsheet import spreadsheet_writer
 from retrieval.selectors import docid_order, docid_strings, ranking_records
 
 from . import pools as pool_maths
-from .models import Pool, PoolRun, PoolTopic, Qrels, QrelsJudgment
+from .models import Pool, PoolRun, PoolTopic
 from .remap import DocidRemap
 
 ID_DTYPE = np.dtype("<i4")
@@ -196,30 +196,6 @@ def pool_docids_by_topic(pool: Pool) -> dict[str, list[str]]:
     }
 
 
-def qrels_list():
-    return Qrels.objects.all()
-
-
-def qrels_get(name: str) -> Qrels:
-    try:
-        return Qrels.objects.get(name=name)
-    except Qrels.DoesNotExist:
-        known = ", ".join(Qrels.objects.values_list("name", flat=True)) or "none"
-        raise ValueError(f"no qrels named {name!r} (known: {known})") from None
-
-
-def qrels_judgments(qrels: Qrels, topic_ids: Iterable[str] | None = None):
-    """Tuples (topic_id, intent_id, docid, grade) in file order, streamed."""
-    qs = QrelsJudgment.objects.filter(qrels=qrels)
-    if topic_ids is not None:
-        qs = qs.filter(topic_id__in=[str(t) for t in topic_ids])
-    return (
-        qs.order_by("id")
-        .values_list("topic_id", "intent_id", "docid", "grade")
-        .iterator(chunk_size=5000)
-    )
-
-
 def pool_size_summary(pool: Pool) -> dict:
     """``{"pool", "topics", "mean_size", "sizes": {topic: n}}`` (one query)."""
     sizes = pool_sizes(pool)
@@ -362,23 +338,6 @@ def answer_keys(topic_set_name: str) -> dict[tuple[str, str], list[AnswerKey]]:
     for keys in out.values():
         keys.sort()
     return out
-
-
-def qrels_records(qrels: Qrels, topic_ids: Iterable[str] | None = None):
-    """The judgments as :mod:`pooling.qrelsio` records (``AdhocQrel`` or ``DiversityQrel``)."""
-    from . import qrelsio
-
-    make = qrelsio.AdhocQrel if qrels.format == Qrels.FORMAT_ADHOC else qrelsio.DiversityQrel
-    for topic_id, intent_id, docid, grade in qrels_judgments(qrels, topic_ids):
-        yield make(topic_id, intent_id, docid, grade)
-
-
-def qrels_summary(qrels: Qrels) -> dict:
-    """``{"topics", "intents_per_topic", "judged_per_topic", "judged_nonjunk_per_topic",
-    "relevant_per_topic", "grades"}`` as defined by :func:`pooling.coverage.qrels_stats`."""
-    from . import coverage
-
-    return coverage.qrels_stats(qrels_records(qrels))
 
 
 def pool_job_list() -> list[dict]:

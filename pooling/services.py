@@ -1,7 +1,7 @@
-"""Writes of pooling data: pools built from stored rankings, imported qrels.
+"""Writes of pooling data: pools built from stored rankings.
 
 The function that writes owns the transaction; queueing a task happens on commit. The
-mathematics lives in plain modules (:mod:`pooling.pools`, :mod:`pooling.qrelsio`); this
+mathematics lives in plain modules (:mod:`pooling.pools`); this
 module moves data between them and the database.
 
 Document ids inside the mathematics are dense integers whose numeric order equals the
@@ -16,14 +16,12 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from pathlib import Path
 from typing import Callable, Iterable
 
 import numpy as np
 from django.db import connection, transaction
 from django.utils import timezone
 
-from common import fileio
 from common.fileio import clean_name
 from common.naturalsort import natural_key
 from jobs import leases, registry
@@ -35,8 +33,8 @@ from retrieval.selectors import (
     user_ranking_source_get,
 )
 
-from . import pools as pool_maths, qrelsio
-from .models import Pool, PoolRun, PoolTopic, Qrels, QrelsJudgment
+from . import pools as pool_maths
+from .models import Pool, PoolRun, PoolTopic
 from .remap import DocidRemap
 from .selectors import (
     COUNT_DTYPE,
@@ -51,7 +49,6 @@ from .selectors import (
 log = logging.getLogger(__name__)
 
 POOL_TOPIC_BATCH = 20  # rows hold arrays of up to a few MB each
-JUDGMENT_BATCH = 5000
 PROGRESS_EVERY_SECONDS = 2.0
 
 
@@ -344,87 +341,3 @@ def _pool_topic_row(pool: Pool, tp, remap: DocidRemap) -> PoolTopic:
         users=np.asarray(tp.users, dtype=COUNT_DTYPE).tobytes(),
         systems=np.asarray(tp.systems, dtype=COUNT_DTYPE).tobytes(),
     )
-
-
-# --- qrels -----------------------------------------------------------------------------
-
-
-def qrels_import(path, *, format: str, name: str, topic_set_name: str | None = None,
-                 id_map: str | None = None, encoding: str = "utf-8",
-                 before_commit: Callable[[Qrels], None] | None = None) -> Qrels:
-    """Import a TREC qrels file (``adhoc``: topic iter docid rel; ``diversity``: topic
-    subtopic docid rel; ``smart`` and ``cranqrel`` relevance files, stored as ad hoc qrels:
-    see :mod:`pooling.qrelsio`; ``.gz`` accepted) as qrels ``name``. All or nothing: a malformed
-    line, a second grade for one judgment or a file in another format raises a
-    ``ValueError`` naming the file and line(s) (:func:`pooling.qrelsio.read_qrels`), and
-    nothing is stored.
-
-    ``id_map="strip-zeros"`` writes all-digit topic ids without leading zeros ("01" ->
-    "1"). With ``topic_set_name`` every topic id must be a topic of that set; the error
-    lists those that are not. The name must be usable in a page address (no ``/``, ``..``,
-    spaces or invisible characters; at most 100 characters).
-
-    ``before_commit(qrels)``, when given, is called inside the import's transaction after
-    the last write: a caller commits its own mark with the import, or raises to roll it
-    back.
-    """
-    if format not in qrelsio.QRELS_FORMATS:
-        raise ValueError(f"qrels format must be one of {', '.join(qrelsio.QRELS_FORMATS)}, "
-                         f"not {format!r}")
-    read_as, format = format, (Qrels.FORMAT_ADHOC if format in qrelsio.ADHOC_FORMATS
-                               else Qrels.FORMAT_DIVERSITY)
-    name = clean_name(name, "qrels name", max_chars=Qrels._meta.get_field("name").max_length)
-    try:
-        path = fileio.require_file(path)
-    except fileio.InputError as exc:
-        raise ValueError(f"no such qrels file: {exc}") from None
-    if Qrels.objects.filter(name=name).exists():
-        raise ValueError(f"qrels named {name!r} already exist")
-    rows = qrelsio.read_qrels(path, read_as, encoding=encoding, id_map=id_map)
-    if topic_set_name is not None:
-        _qrels_topics_check(path, rows, topic_set_name, id_map)
-    checksum = fileio.file_sha256(path)
-    adhoc = format == Qrels.FORMAT_ADHOC
-    with transaction.atomic():
-        qrels = Qrels.objects.create(
-            name=name, format=format, source_file=path.name[:1000], checksum=checksum
-        )
-        for start in range(0, len(rows), JUDGMENT_BATCH):
-            QrelsJudgment.objects.bulk_create(
-                QrelsJudgment(
-                    qrels=qrels, topic_id=rec.topic_id,
-                    intent_id=rec.iteration if adhoc else rec.subtopic,
-                    docid=rec.docid, grade=rec.rel,
-                )
-                for _, rec in rows[start : start + JUDGMENT_BATCH]
-            )
-        qrels.judgments_count = len(rows)
-        qrels.save(update_fields=["judgments_count"])
-        if before_commit is not None:
-            before_commit(qrels)
-    return qrels
-
-
-def _qrels_topics_check(path: Path, rows, topic_set_name: str, id_map: str | None) -> None:
-    from topics.selectors import topic_list, topic_set_get
-
-    topic_set_get(topic_set_name)  # ValueError naming the known sets
-    known = {t.topic_id for t in topic_list(topic_set_name)}
-    first_line: dict[str, int] = {}
-    for lineno, rec in rows:
-        if rec.topic_id not in known:
-            first_line.setdefault(rec.topic_id, lineno)
-    if first_line:
-        unknown = sorted(first_line, key=natural_key)
-        shown = ", ".join(f"{t} (line {first_line[t]})" for t in unknown[:20])
-        more = f" and {len(unknown) - 20} more" if len(unknown) > 20 else ""
-        hint = ("" if id_map else "; if the file writes ids with leading zeros ('01' for '1'), "
-                "use --id-map strip-zeros")
-        raise ValueError(
-            f"{path}: {len(unknown)} topic(s) not in topic set {topic_set_name!r}: "
-            f"{shown}{more}{hint}")
-
-
-def qrels_delete(qrels: Qrels) -> None:
-    with transaction.atomic():
-        qrels.delete()

@@ -1,4 +1,9 @@
-"""Pages for organisers (staff): pools, qrels, and the pool analyses with their figures.
+"""Pages for organisers (staff): pools and the pool analyses with their figures.
+
+The pages under /pooling/ that read judgments too (a pool's page with its coverage, the
+qrels pages, the seed paper's figures and tables) are :mod:`judging.views.pool_pages`: the
+judging app reads both pools and judgment sets; ``config.urls`` mounts both under the
+``pooling`` names. The helpers they share are public here.
 
 Each view validates a form, calls a selector, an analysis or a service, and renders. The
 figures are drawn by :mod:`common.figures` (matplotlib): SVG inline, and PNG, PDF, SVG and
@@ -13,16 +18,13 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from common import figures
-from common.figure_pages import PagePlot, attachment, download, figure_html
+from common.figure_pages import PagePlot, download, figure_html
 from common.webmessages import web_message
 
-from . import analysis, paper, selectors, services
-from . import figures as paper_figures
-from .models import Pool
+from . import analysis, selectors, services
 
 
-
-def _render_with_figures(request, template, ctx, plots: dict, stem: str):
+def render_with_figures(request, template, ctx, plots: dict, stem: str):
     """The page with each plot inline as ``<name>_svg``, or the download it asks for."""
     response = download(request, plots, stem)
     if response is not None:
@@ -32,15 +34,11 @@ def _render_with_figures(request, template, ctx, plots: dict, stem: str):
     return render(request, template, ctx)
 
 
-def _pool_or_404(ref):
+def pool_or_404(ref):
     try:
         return selectors.pool_get(ref)
     except ValueError:
         raise Http404(f"no pool {ref}") from None
-
-
-def _qrels_choices():
-    return [("", "—")] + [(q.name, q.name) for q in selectors.qrels_list()]
 
 
 class NameLists:
@@ -95,7 +93,6 @@ def index(request):
         "pooling/index.html",
         {
             "pools": selectors.pool_list()[:200],
-            "qrels": selectors.qrels_list(),
             **_index_forms(),
         },
     )
@@ -139,56 +136,11 @@ def pool_build_view(request):
             return redirect("pooling:pool_detail", ref=pool.pk)
     return render(request, "pooling/index.html", {
         "pools": selectors.pool_list()[:200],
-        "qrels": selectors.qrels_list(),
         **_index_forms(build_form=form),
     }, status=400)
 
 
-class PoolQrelsForm(forms.Form):
-    qrels = forms.ChoiceField(required=False, choices=())
-    topic = forms.CharField(max_length=100, required=False,
-                            help_text="draw one topic's documents (default: every topic)")
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.fields["qrels"].choices = _qrels_choices()
-
-
-def pool_detail(request, ref):
-    pool = _pool_or_404(ref)
-    form = PoolQrelsForm(request.GET or None)
-    summary = selectors.pool_size_summary(pool)
-    ctx = {"pool": pool, "form": form, "summary": summary,
-           "runs": selectors.pool_run_list(pool)}
-    plots = {}
-    sizes = summary["sizes"]
-    if sizes:
-        plots["sizes"] = PagePlot(
-            "Pool size per topic", [{"topic": t, "documents": n} for t, n in sizes.items()],
-            lambda rows: paper_figures.pool_size_figure(rows))
-    qrels_name = form.cleaned_data.get("qrels") if form.is_valid() else ""
-    topic = (form.cleaned_data.get("topic") or None) if form.is_valid() else None
-    if qrels_name and pool.status == pool.STATUS_DONE:
-        qrels = selectors.qrels_get(qrels_name)
-        ctx["qrels"] = qrels
-        ctx["coverage"] = analysis.pool_coverage(pool, qrels)
-        try:
-            rows = paper.rank_weight_rows(pool, qrels, topic_id=topic)
-        except ValueError as exc:
-            form.add_error("topic", web_message(exc))
-            rows = []
-        rows = [r for r in rows if r["min_rank"] > 0]
-        if rows:
-            ctx["scatter_topic"] = topic
-            which = f"topic {topic}" if topic else f"all {len(sizes)} topics overlaid"
-            title = f"Pooled documents by summed RBP weight ({which}; {qrels.name})"
-            plots["scatter"] = PagePlot(title, rows, lambda rows: paper_figures.rank_weight_figure(
-                rows, title=title))
-    return _render_with_figures(request, "pooling/pool_detail.html", ctx, plots,
-                                f"pool-{pool.name or pool.pk}")
-
-
-def _int_list(value: str) -> list[int]:
+def int_list(value: str) -> list[int]:
     try:
         out = sorted({int(v) for v in value.replace(",", " ").split()})
     except ValueError:
@@ -198,7 +150,7 @@ def _int_list(value: str) -> list[int]:
     return out
 
 
-def _bound_with_defaults(form_class, query):
+def bound_with_defaults(form_class, query):
     """Bind a GET form, filling parameters the link left out with their initial values,
     so ``?topic_set=T`` alone is a complete request."""
     if not query:
@@ -245,11 +197,11 @@ class GrowthForm(TopicSetOrPoolForm):
     seed = forms.IntegerField(initial=0, min_value=0)
 
     def clean_depths(self):
-        return _int_list(self.cleaned_data["depths"])
+        return int_list(self.cleaned_data["depths"])
 
 
 def growth(request):
-    form = _bound_with_defaults(GrowthForm, request.GET)
+    form = bound_with_defaults(GrowthForm, request.GET)
     ctx = {"form": form}
     plots = {}
     if form.is_valid():
@@ -287,7 +239,7 @@ def growth(request):
                 plots["growth"] = PagePlot("Pool growth", series, lambda rows: figures.line_figure(
                     rows, "contributors", "mean_size", series="series", title="Pool growth",
                     xlabel="contributors", ylabel="mean pool size per topic", xlog=True, ylog=True))
-    return _render_with_figures(request, "pooling/growth.html", ctx, plots, "pool-growth")
+    return render_with_figures(request, "pooling/growth.html", ctx, plots, "pool-growth")
 
 
 class RBOForm(TopicSetOrPoolForm):
@@ -304,7 +256,7 @@ class RBOForm(TopicSetOrPoolForm):
 
 
 def rbo(request):
-    form = _bound_with_defaults(RBOForm, request.GET)
+    form = bound_with_defaults(RBOForm, request.GET)
     ctx = {"form": form}
     plots = {}
     if form.is_valid():
@@ -327,123 +279,4 @@ def rbo(request):
                 plots["rbo"] = PagePlot(title, rows, lambda rows: figures.line_figure(
                     rows, "bin_mid", "fraction", series="pairs", title=title,
                     xlabel="RBO (extrapolated), bins of 0.05", ylabel="fraction of pairs"))
-    return _render_with_figures(request, "pooling/rbo.html", ctx, plots, "pool-rbo")
-
-
-def qrels_detail(request, name):
-    try:
-        qrels = selectors.qrels_get(name)
-    except ValueError:
-        raise Http404(f"no qrels {name}") from None
-    return render(
-        request, "pooling/qrels_detail.html",
-        {"qrels": qrels, "stats": selectors.qrels_summary(qrels)},
-    )
-
-
-# --- the seed paper's figures and tables, side by side with what the paper shows ------------
-
-
-class PaperFiguresForm(NameSelects):
-    topic_set = forms.CharField(max_length=100)
-    qrels = forms.ChoiceField(required=False, choices=(),
-                              help_text="judgments for Table 1 and Figure 3")
-    depth = forms.IntegerField(min_value=1, initial=100, help_text="Table 1's pool depth")
-    depths = forms.CharField(initial="10,20,50,100", max_length=100,
-                             help_text="Figure 1's depths, one line each")
-    model = forms.CharField(max_length=50, required=False)
-    p = forms.FloatField(initial=0.9, min_value=0.01, max_value=0.999, label="RBO p")
-    orders = forms.IntegerField(initial=10, min_value=1, max_value=200,
-                                help_text="random orders averaged in Figure 1")
-    pool = forms.CharField(max_length=100, required=False,
-                           help_text="Figure 3's pool (default: the newest finished "
-                                     "combined pool of the topic set, else any)")
-    topic = forms.CharField(max_length=100, required=False,
-                            help_text="Figure 3's topic (default: the pool's first)")
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.fields["qrels"].choices = _qrels_choices()
-
-    def clean_depths(self):
-        return _int_list(self.cleaned_data["depths"])
-
-
-def _figure3_pool(topic_set: str, ref: str | None):
-    """The pool Figure 3 draws: ``ref``, else the newest finished pool of the topic set,
-    combined first."""
-    if ref:
-        pool = selectors.pool_get(ref)
-        if pool.topic_set.name != topic_set:
-            raise ValueError(f"pool {pool.label} is of topic set {pool.topic_set.name!r}, "
-                             f"not {topic_set!r}")
-        return pool
-    done = [p for p in selectors.pool_list(topic_set).order_by("-created", "-id")
-            if p.status == Pool.STATUS_DONE]
-    done.sort(key=lambda p: p.sources != Pool.SOURCES_COMBINED)  # stable: newest first kept
-    if not done:
-        raise ValueError(f"topic set {topic_set!r} has no finished pool: build one first")
-    return done[0]
-
-
-def paper_figures_view(request):
-    """The seed paper's Figures 1–3 and Tables 1–2 computed on a topic set, each beside
-    the paper's description of it. A figure whose inputs are missing says what to add."""
-    form = _bound_with_defaults(PaperFiguresForm, request.GET)
-    ctx = {"form": form, "notes": {}}
-    plots: dict[str, PagePlot] = {}
-    if form.is_valid():
-        d = form.cleaned_data
-        model = d["model"] or None
-        try:
-            rows, results = paper.pool_growth_rows(
-                d["topic_set"], depths=d["depths"], model_name=model, orders=d["orders"])
-        except ValueError as exc:
-            ctx["notes"]["figure1"] = web_message(exc)
-        else:
-            ctx["fits"] = [{"sources": s, "depth": depth, **res["fit"][depth]}
-                           for s, res in results.items() for depth in res["fit"]]
-            plots["figure1"] = PagePlot("Figure 1: pool size against contributors", rows,
-                                        lambda rows: paper_figures.pool_growth_figure(rows))
-        try:
-            res = analysis.rbo_analysis(d["topic_set"], p=d["p"], model_name=model)
-        except ValueError as exc:
-            ctx["notes"]["figure2"] = web_message(exc)
-        else:
-            ctx["rbo"] = res["summary"]
-            title = f"Figure 2: RBO (p = {d['p']:g}) distributions"
-            plots["figure2"] = PagePlot(title, paper.rbo_distribution_rows(res),
-                                        lambda rows: paper_figures.rbo_distribution_figure(
-                                            rows, title=title))
-        qrels = selectors.qrels_get(d["qrels"]) if d["qrels"] else None
-        if qrels is None:
-            ctx["notes"]["figure3"] = ctx["notes"]["table1"] = "choose qrels to compare with"
-        else:
-            try:
-                pool = _figure3_pool(d["topic_set"], d["pool"] or None)
-                topic = d["topic"] or next(iter(selectors.pool_sizes(pool)), None)
-                if topic is None:
-                    raise ValueError(f"pool {pool.label} has no topics")
-                rows = paper.rank_weight_rows(pool, qrels, topic_id=topic)
-            except ValueError as exc:
-                ctx["notes"]["figure3"] = web_message(exc)
-            else:
-                ctx["figure3_pool"] = pool
-                title = f"Figure 3: topic {topic}, pool {pool.label} ({qrels.name})"
-                plots["figure3"] = PagePlot(title, rows, lambda rows: paper_figures.rank_weight_figure(
-                    rows, title=title))
-            try:
-                ctx["table1"] = paper.judgment_table(d["topic_set"], depth=d["depth"],
-                                                        qrels=qrels, model_name=model)
-            except ValueError as exc:
-                ctx["notes"]["table1"] = web_message(exc)
-            else:
-                if request.GET.get("table") == "table1":
-                    cols = ["source", "depth", "size", "relevant", "irrelevant", "unjudged"]
-                    return attachment(figures.csv_text(ctx["table1"]["rows"], cols),
-                                      figures.FORMATS["csv"], "table1.csv")
-                query = request.GET.copy()
-                query["table"] = "table1"
-                ctx["table1_csv"] = "?" + query.urlencode()
-    return _render_with_figures(request, "pooling/paper_figures.html", ctx, plots,
-                                "paper")
+    return render_with_figures(request, "pooling/rbo.html", ctx, plots, "pool-rbo")

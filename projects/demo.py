@@ -327,7 +327,7 @@ def demo_run(src: DemoSource, *, name: str = "demo", topics: int = 10, workers: 
         qrels_file = work / "demo.qrels"
         qrels_file.write_text("".join(f"{t} 0 {d} {g}\n" for t in sorted(topic_qrels)
                                       for d, g in sorted(topic_qrels[t].items())))
-        pooling_services.qrels_import(qrels_file, format="adhoc", name=f"{name}-qrels",
+        judging_services.qrels_import(qrels_file, format="adhoc", name=f"{name}-qrels",
                                       topic_set_name=name)
         say(f"      {len(records)} topics, {sum(len(v) for v in topic_qrels.values())} "
             "judgments from the collection's qrels")

@@ -27,6 +27,7 @@ from django.utils import timezone
 from common.naturalsort import natural_key
 from crowd.models import Study
 from judging.models import JudgmentSet, Label
+from judging.selectors import qrels_file_sets
 from pooling.models import Pool, PoolRun, PoolTopic
 from pooling.selectors import COUNT_DTYPE, ID_DTYPE, WEIGHT_DTYPE, pool_topic_arrays
 from projects import release
@@ -160,7 +161,9 @@ def release_records(topic_set_name: str, *, salt: bytes | None = None) -> dict:
             "runs": [run_names[r] for r in pool_runs], "topics": _pool_topics(pool)})
 
     rec["judgment_sets"] = []
-    for js in JudgmentSet.objects.filter(topic_set=ts).order_by("name"):
+    qrels_files = qrels_file_sets().values("pk")  # imported qrels stay out (cite them)
+    for js in JudgmentSet.objects.filter(topic_set=ts).exclude(pk__in=qrels_files).order_by(
+            "name"):
         labels = []
         for row in Label.objects.filter(judgment_set=js).order_by("id").values_list(
                 "assessor", *LABEL_FIELDS).iterator(chunk_size=10000):

@@ -24,7 +24,7 @@ from crowd.models import Study
 from crowd.services import study_create
 from evaluation.selectors import analysis_list
 from judging.models import JudgingTask
-from judging.selectors import task_export_formats, task_list, task_progress
+from judging.selectors import judgment_set_list, task_export_formats, task_list, task_progress
 from judging.services import SCALES, judging_task_create
 from pooling.selectors import (
     POOL_EXPORT_FORMATS,
@@ -32,7 +32,6 @@ from pooling.selectors import (
     pool_export_write,
     pool_get,
     pool_list,
-    qrels_list,
 )
 from projects.services import SYSTEM_RUN_SOURCES, project_pool_create, system_runs_launch
 from retrieval.collections_io import FORMATS
@@ -480,7 +479,7 @@ def project(request, pk):
         "n_statements": topic_set.statements_count,
         "studies": studies,
         "runs": list(run_list(topic_set.name).order_by("-pk")),
-        "pools": pools, "tasks": tasks, "qrels": list(qrels_list().order_by("name")),
+        "pools": pools, "tasks": tasks, "qrels": list(judgment_set_list(topic_set).order_by("name")),
         "analyses": analyses,
         "pool_form": ProjectPoolForm(topic_set_name=topic_set.name),
     })

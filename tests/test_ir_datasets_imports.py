@@ -7,7 +7,7 @@ import shutil
 import pytest
 from django.core.management import CommandError, call_command
 
-from pooling.models import Qrels, QrelsJudgment
+from judging.models import JudgmentSet, Label
 from retrieval.models import Collection
 from topics.models import Statement, Topic
 
@@ -37,9 +37,9 @@ def test_topics_and_qrels_from_the_cache(cached, cranfield):  # noqa: F811
     call_command("import_qrels", "--ir-datasets", "cranfield", "--name", "cranq",
                  "--topic-set", "cran", stdout=io.StringIO())
     raw = [line.split() for line in (cranfield / "cranqrel").read_text().splitlines() if line.strip()]
-    qrels = Qrels.objects.get(name="cranq")
-    assert qrels.judgments_count == len(raw) == 1837
-    stored = {(j.topic_id, j.docid): j.grade for j in QrelsJudgment.objects.filter(qrels=qrels)}
+    qrels = JudgmentSet.objects.get(name="cranq")
+    assert qrels.labels_count == len(raw) == 1837
+    stored = {(j.topic_id, j.docid): j.grade for j in Label.objects.filter(judgment_set=qrels)}
     assert stored == {(q, d): int(code) for q, d, code in raw}  # the dataset's own codes
 
 
@@ -65,7 +65,7 @@ def test_without_the_files_the_commands_name_what_ir_datasets_needs(irds_home): 
         assert "could not read" in message and "from its cache" in message, message
         assert str(irds_home / "cranfield" / "cran.tar.gz") in message
         assert "cran.tar.gz)" in message and "http" in message  # where it comes from
-    assert not Topic.objects.exists() and not Qrels.objects.exists()
+    assert not Topic.objects.exists() and not JudgmentSet.objects.exists()
     with pytest.raises(CommandError, match="has no dataset 'no-such-set'"):
         call_command("import_topics", "--ir-datasets", "no-such-set", "--topic-set", "x")
     with pytest.raises(CommandError, match=r"give a topic file \(PATH --format F\) or --ir-datasets ID"):

@@ -9,7 +9,8 @@ from django.urls import reverse
 
 from common.templatetags.ui import num
 from crowd.models import Study
-from pooling.models import Pool, Qrels
+from judging.models import JudgmentSet
+from pooling.models import Pool
 from retrieval.models import Run
 from topics.models import QueryVariant, Topic, TopicSet
 
@@ -126,11 +127,11 @@ def test_qrels_upload_and_bad_line(staff):
                            "name": "q1", "topic_set": "ts1", "encoding": "utf-8"})
     assert bad.status_code == 400
     assert "q.txt" in bad.content.decode() and "line 2" in bad.content.decode(), bad.content.decode()[-1500:]
-    assert not Qrels.objects.exists()
+    assert not JudgmentSet.objects.exists()
     ok = staff.post(url, {"file": _upload("q.txt", "T1 0 d1 1\nT2 0 d2 0\n"), "format": "adhoc",
                           "name": "q1", "topic_set": "ts1", "encoding": "utf-8"})
     assert ok.status_code == 302
-    assert Qrels.objects.get(name="q1").judgments_count == 2
+    assert JudgmentSet.objects.get(name="q1").labels_count == 2
 
 
 @pytest.mark.django_db

@@ -61,6 +61,22 @@ def topic_set_list() -> QuerySet[TopicSet]:
     ).order_by("name")
 
 
+def topic_sets_holding(topic_ids) -> list[TopicSet]:
+    """The topic sets that hold every one of ``topic_ids`` (none for no ids), by name: how
+    an imported file with no topic set named finds the set it judges."""
+    ids = {str(t) for t in topic_ids}
+    if not ids:
+        return []
+    counts: dict[int, int] = {}
+    ordered = sorted(ids)
+    for start in range(0, len(ordered), 1000):  # bounded query parameters
+        for row in (Topic.objects.filter(topic_id__in=ordered[start:start + 1000]).order_by()
+                    .values("topic_set").annotate(n=Count("pk"))):
+            counts[row["topic_set"]] = counts.get(row["topic_set"], 0) + row["n"]
+    held = [pk for pk, n in counts.items() if n == len(ids)]
+    return list(TopicSet.objects.filter(pk__in=held).order_by("name"))
+
+
 #: Topics on one page of the topic set page.
 TOPIC_PAGE_SIZE = 100
 

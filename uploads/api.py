@@ -23,8 +23,8 @@ from rest_framework.response import Response
 
 from common.api import StrictMultiPartParser, name_field, service_call
 from common.fileio import clean_name
+from judging.selectors import judgment_set_list
 from pooling.qrelsio import ID_MAPS, QRELS_FORMATS
-from pooling.selectors import qrels_list
 from retrieval.collections_io import FORMATS as COLLECTION_FORMATS
 from retrieval.selectors import collection_list
 from topics.selectors import topic_set_get
@@ -132,9 +132,10 @@ class QrelsUploadSerializer(_FileUpload):
                                      default="")
 
     def validate_name(self, value):
-        if qrels_list().filter(name=value).exists():
-            raise serializers.ValidationError(f"qrels named {value!r} already exist; choose "
-                                              "another name")
+        if judgment_set_list().filter(name=value).exists():
+            raise serializers.ValidationError(f"qrels named {value!r} already exist (a "
+                                              "judgment set has that name); choose another "
+                                              "name")
         return value
 
 

@@ -89,11 +89,11 @@ def _import(kind: str, path: Path, params: dict, say=None, before_commit=None,
                                            encoding=params.get("encoding", "utf-8"),
                                            before_commit=hook(summarise)))
     if kind == "qrels":
-        from pooling.services import qrels_import
+        from judging.services import qrels_import
 
         def summarise(qrels):
             return {"topic_set": params.get("topic_set") or "", "qrels": qrels.name,
-                    "message": f"imported {qrels.judgments_count} judgments as qrels "
+                    "message": f"imported {qrels.labels_count} judgments as qrels "
                                f"{qrels.name!r}"}
 
         return summarise(qrels_import(path, format=params["format"], name=params["name"],

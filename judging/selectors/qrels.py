@@ -1,14 +1,19 @@
 """Judgment sets and their export: the labels that count, qrels lines in the adhoc,
-diversity and ndeval formats, the raw history, relevance by topic."""
+diversity and ndeval formats, the raw history, relevance by topic; and the judgments as
+the plain qrels records the pooling analyses take (imported qrels are judgment sets)."""
 from __future__ import annotations
 
 from collections import defaultdict
 from datetime import timezone as dt_timezone
-from typing import Iterator
+from typing import Iterable, Iterator
+
+from django.db.models import Exists, OuterRef
+
+from pooling import coverage, qrelsio
 
 from .. import aggregate as agg
 from ..labelfiles import QrelsLine
-from ..models import NO_INTENT, JudgmentSet, Label
+from ..models import NO_INTENT, QRELS_ASSESSOR, JudgmentSet, Label
 
 EXPORT_FORMATS = ("adhoc", "diversity", "ndeval", "raw")
 
@@ -23,8 +28,11 @@ def task_export_formats(mode: str) -> tuple[str, ...]:
 
 
 
-def judgment_set_list():
-    return JudgmentSet.objects.all()
+def judgment_set_list(topic_set=None):
+    """Every judgment set, or with ``topic_set`` (a :class:`topics.models.TopicSet`) only
+    those that judge that topic set."""
+    sets = JudgmentSet.objects.all()
+    return sets if topic_set is None else sets.filter(topic_set=topic_set)
 
 
 def judgment_set_get(name: str) -> JudgmentSet:
@@ -35,13 +43,38 @@ def judgment_set_get(name: str) -> JudgmentSet:
         raise ValueError(f"no judgment set named {name!r} (known: {known})") from None
 
 
-def current_labels(jset: JudgmentSet) -> dict[tuple[str, str, str], list[tuple[str, int]]]:
+def qrels_file_sets():
+    """The judgment sets read from a qrels file by ``import_qrels`` (imported, every label
+    by :data:`~judging.models.QRELS_ASSESSOR`): other people's judgments, which a release
+    leaves out (cite their source)."""
+    others = Label.objects.filter(judgment_set=OuterRef("pk")).exclude(assessor=QRELS_ASSESSOR)
+    return JudgmentSet.objects.filter(source=JudgmentSet.SOURCE_IMPORT).exclude(Exists(others))
+
+
+def qrels_get(name: str) -> JudgmentSet:
+    """The judgment set named by a ``--qrels``/``--name`` option or a qrels page: as
+    :func:`judgment_set_get`, the error saying "qrels"."""
+    try:
+        return JudgmentSet.objects.get(name=name)
+    except JudgmentSet.DoesNotExist:
+        known = ", ".join(JudgmentSet.objects.values_list("name", flat=True)[:20]) or "none"
+        raise ValueError(f"no qrels named {name!r} (known judgment sets: {known})") from None
+
+
+def current_labels(jset: JudgmentSet, topic_ids: Iterable[str] | None = None
+                   ) -> dict[tuple[str, str, str], list[tuple[str, int]]]:
     """``{(topic, intent, docid): [(assessor, grade), …]}`` of the labels that count, keys
-    in the order of their earliest stored label that counts (file order for imports)."""
+    in the order of their earliest stored label that counts (file order for imports);
+    with ``topic_ids`` only those topics'."""
     out: dict[tuple[str, str, str], list[tuple[str, int]]] = {}
-    rows = (Label.objects.filter(judgment_set=jset, current=True, grade__isnull=False)
-            .order_by("id").values_list("topic_id", "intent_id", "docid", "assessor", "grade"))
+    rows = Label.objects.filter(judgment_set=jset, current=True, grade__isnull=False)
+    wanted = None if topic_ids is None else {str(t) for t in topic_ids}
+    if wanted is not None and len(wanted) <= 1000:  # else filtered here: bounded parameters
+        rows, wanted = rows.filter(topic_id__in=sorted(wanted)), None
+    rows = rows.order_by("id").values_list("topic_id", "intent_id", "docid", "assessor", "grade")
     for t, i, d, a, g in rows.iterator(chunk_size=10000):
+        if wanted is not None and t not in wanted:
+            continue
         out.setdefault((t, i, d), []).append((a, g))
     return out
 
@@ -111,3 +144,23 @@ def relevance_by_topic(jset: JudgmentSet) -> dict[str, set[str]]:
         if g > 0:
             out[t].add(d)
     return out
+
+
+def qrels_records(jset: JudgmentSet, topic_ids: Iterable[str] | None = None
+                  ) -> list[qrelsio.AdhocQrel | qrelsio.DiversityQrel]:
+    """The judgments as :mod:`pooling.qrelsio` records, the plain input of the pooling
+    analyses: one per (topic, intent, docid) in the order of :func:`current_labels`, the
+    labels combined by majority (an imported qrels file has one label per line, so its
+    records are its lines). A label against the topic as a whole is an ``AdhocQrel``
+    (iteration "0"), a label per intent a ``DiversityQrel``."""
+    out = []
+    for (t, i, d), g in agg.aggregate(current_labels(jset, topic_ids), "majority").items():
+        out.append(qrelsio.AdhocQrel(t, "0", d, g) if i == NO_INTENT
+                   else qrelsio.DiversityQrel(t, i, d, g))
+    return out
+
+
+def qrels_summary(jset: JudgmentSet) -> dict:
+    """``{"topics", "intents_per_topic", "judged_per_topic", "judged_nonjunk_per_topic",
+    "relevant_per_topic", "grades"}`` as defined by :func:`pooling.coverage.qrels_stats`."""
+    return coverage.qrels_stats(qrels_records(jset))

@@ -4,6 +4,8 @@ The contract pages and commands rely on (every function raises ``ValueError`` su
 with a message a person can act on, never returns ``None`` on failure):
 
 - :func:`judgments_import` — a judgment file into a new judgment set, all or nothing.
+- :func:`qrels_import` — a TREC qrels file into a new judgment set (qrels are a judgment
+  set read from a file: one label per line by the assessor ``qrels``), all or nothing.
 - :func:`judging_task_create` — a task over a pool: its judgment set, items and K slots
   per item.
 - :func:`batch_lease` — the assessor's current batch: the live leases they hold, else the
@@ -49,7 +51,13 @@ from .invites import (
     invite_create,
     invite_revoke,
 )
-from .imports import LABEL_BATCH, judgment_set_delete, judgments_import
+from .imports import (
+    LABEL_BATCH,
+    QRELS_ASSESSOR,
+    judgment_set_delete,
+    judgments_import,
+    qrels_import,
+)
 from .judging_tasks import MAX_REDUNDANCY, SCALES, judging_task_create, scale_grades
 from .judgments import judgment_submit, judgment_undo
 from .publication import gold_answer_submit, judging_task_collection_set, judging_task_publish
@@ -58,10 +66,10 @@ from .topic_stop import judging_task_stop_rule_set, topic_resume, topic_stop_che
 
 __all__ = [
     "ADAPTIVE_CACHE_TOPICS", "INVITE_DAYS", "LABEL_BATCH", "MAX_INVITE_DAYS", "MAX_REDUNDANCY",
-    "SCALES", "InviteError", "LeaseLost", "LeasedItem", "QueueError",
+    "QRELS_ASSESSOR", "SCALES", "InviteError", "LeaseLost", "LeasedItem", "QueueError",
     "invite_accept", "invite_check", "invite_create", "invite_revoke",
     "batch_lease", "gold_answer_submit", "judging_task_collection_set", "judging_task_create",
     "judging_task_publish", "judging_task_stop_rule_set", "judgment_set_delete",
     "judgment_submit", "judgment_undo", "judgments_import", "leases_expire", "leases_release",
-    "scale_grades", "topic_resume", "topic_stop_check",
+    "qrels_import", "scale_grades", "topic_resume", "topic_stop_check",
 ]

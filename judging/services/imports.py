@@ -1,16 +1,20 @@
-"""Judgment files into judgment sets, and the bulk row insert the other writes share."""
+"""Judgment files into judgment sets (label files and TREC qrels files alike), and the bulk
+row insert the other writes share."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 
 from django.db import connection, transaction
 from django.utils import timezone
 
+from common import fileio
 from common.fileio import clean_name, file_sha256
+from common.naturalsort import natural_key
+from pooling import qrelsio
 
 from .. import labelfiles
-from ..models import JudgmentSet, Label
+from ..models import NO_INTENT, QRELS_ASSESSOR, JudgmentSet, Label
 
 LABEL_BATCH = 5000
 
@@ -69,6 +73,92 @@ def judgments_import(path, *, format: str, name: str, topic_set_name: str | None
                              "grade", "cannot_judge", "rationale", "created", "revision",
                              "current", "withdrawn", "line", "simulated"), rows())
     return jset
+
+
+def qrels_import(path, *, format: str, name: str, topic_set_name: str | None = None,
+                 id_map: str | None = None, encoding: str = "utf-8",
+                 before_commit: Callable[[JudgmentSet], None] | None = None) -> JudgmentSet:
+    """A TREC qrels file as a new judgment set ``name`` (``adhoc``: topic iter docid rel;
+    ``diversity``: topic subtopic docid rel; ``smart`` and ``cranqrel`` relevance files,
+    stored as ad hoc qrels: see :mod:`pooling.qrelsio`; ``.gz`` accepted).
+
+    Qrels are a judgment set read from a file: one current :class:`~judging.models.Label`
+    per line, by the assessor :data:`QRELS_ASSESSOR`, with its line number; an ad hoc line
+    judges the topic as a whole (its iteration column, ignored by every evaluator, is not
+    kept), a diversity line its subtopic as the intent. The set's ``format`` is ``adhoc``
+    or ``diversity``.
+
+    All or nothing: a malformed line, a second grade for one judgment or a file in another
+    format raises a ``ValueError`` naming the file and line(s)
+    (:func:`pooling.qrelsio.read_qrels`), and nothing is stored. ``id_map="strip-zeros"``
+    writes all-digit topic ids without leading zeros ("01" -> "1"). With
+    ``topic_set_name`` every topic id must be a topic of that set (the error lists those
+    that are not); without it the set is the one topic set holding every topic of the file,
+    when exactly one does (:func:`topics.selectors.topic_sets_holding`), else none. The name
+    must be usable in a page address (no ``/``, ``..``, spaces or invisible characters; at
+    most 100 characters) and not that of another judgment set.
+
+    ``before_commit(jset)``, when given, is called inside the import's transaction after
+    the last write: a caller commits its own mark with the import, or raises to roll it
+    back.
+    """
+    from topics.selectors import topic_set_get, topic_sets_holding
+
+    if format not in qrelsio.QRELS_FORMATS:
+        raise ValueError(f"qrels format must be one of {', '.join(qrelsio.QRELS_FORMATS)}, "
+                         f"not {format!r}")
+    read_as = format
+    adhoc = format in qrelsio.ADHOC_FORMATS
+    name = clean_name(name, "qrels name",
+                      max_chars=JudgmentSet._meta.get_field("name").max_length)
+    try:
+        path = fileio.require_file(path)
+    except fileio.InputError as exc:
+        raise ValueError(f"no such qrels file: {exc}") from None
+    if JudgmentSet.objects.filter(name=name).exists():
+        raise ValueError(f"qrels named {name!r} already exist (a judgment set has that name)")
+    rows = qrelsio.read_qrels(path, read_as, encoding=encoding, id_map=id_map)
+    if topic_set_name is not None:
+        topic_set = topic_set_get(topic_set_name)  # ValueError naming the known sets
+        _qrels_topics_check(path, rows, topic_set_name, id_map)
+    else:
+        holding = topic_sets_holding({rec.topic_id for _, rec in rows})
+        topic_set = holding[0] if len(holding) == 1 else None
+    checksum = file_sha256(path)
+    now = timezone.now()
+    with transaction.atomic():
+        jset = JudgmentSet.objects.create(
+            name=name, source=JudgmentSet.SOURCE_IMPORT, topic_set=topic_set,
+            format="adhoc" if adhoc else "diversity", source_file=path.name[:1000],
+            checksum=checksum, labels_count=len(rows))
+        rows_insert(Label, ("judgment_set", "topic_id", "intent_id", "docid", "assessor",
+                             "grade", "cannot_judge", "rationale", "created", "revision",
+                             "current", "withdrawn", "line", "simulated"),
+                    ((jset.pk, rec.topic_id, NO_INTENT if adhoc else rec.subtopic, rec.docid,
+                      QRELS_ASSESSOR, rec.rel, "", "", now, 1, True, False, lineno, False)
+                     for lineno, rec in rows))
+        if before_commit is not None:
+            before_commit(jset)
+    return jset
+
+
+def _qrels_topics_check(path: Path, rows, topic_set_name: str, id_map: str | None) -> None:
+    from topics.selectors import topic_list
+
+    known = {t.topic_id for t in topic_list(topic_set_name)}
+    first_line: dict[str, int] = {}
+    for lineno, rec in rows:
+        if rec.topic_id not in known:
+            first_line.setdefault(rec.topic_id, lineno)
+    if first_line:
+        unknown = sorted(first_line, key=natural_key)
+        shown = ", ".join(f"{t} (line {first_line[t]})" for t in unknown[:20])
+        more = f" and {len(unknown) - 20} more" if len(unknown) > 20 else ""
+        hint = ("" if id_map else "; if the file writes ids with leading zeros ('01' for '1'), "
+                "use --id-map strip-zeros")
+        raise ValueError(
+            f"{path}: {len(unknown)} topic(s) not in topic set {topic_set_name!r}: "
+            f"{shown}{more}{hint}")
 
 
 def rows_insert(model, fields: tuple[str, ...], rows: Iterable[tuple]) -> None:

@@ -9,8 +9,8 @@ DOCS = 6
 
 
 def seed(tmp_path) -> dict:
-    from judging.services import judging_task_create, judgments_import
-    from pooling.services import pool_build, pool_create, qrels_import
+    from judging.services import judging_task_create, judgments_import, qrels_import
+    from pooling.services import pool_build, pool_create
     from retrieval.models import Collection
     from retrieval.services import system_run_import
     from topics.models import QueryVariant, Topic

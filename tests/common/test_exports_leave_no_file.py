@@ -94,7 +94,7 @@ def test_export_to_an_over_long_name_is_a_message(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("suffix", [".json", ".csv"])
 def test_pool_analysis(tmp_path, monkeypatch, suffix):
-    from pooling.management.commands import pool_analysis
+    from judging.management.commands import pool_analysis
 
     monkeypatch.setattr(pool_analysis.Command, "_sizes",
                         lambda self, o: ({"sizes": {"1": 3}}, ["topic", "size"], [["1", 3]]))

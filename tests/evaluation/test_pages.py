@@ -17,7 +17,7 @@ from evaluation.ranking import correlations
 from evaluation.tasks import analysis_run_task
 from evaluation.variability import variability
 from judging.services import judgments_import
-from pooling.services import qrels_import
+from judging.services import qrels_import
 from tests.evaluation.test_variability import SYSTEM_P2, build
 
 pytestmark = pytest.mark.django_db

@@ -13,7 +13,7 @@ from django.core.management import CommandError, call_command
 from evaluation import variance
 from evaluation.variability import spread, variability
 from judging.services import judgments_import
-from pooling.services import qrels_import
+from judging.services import qrels_import
 from retrieval.models import Ranking, RetrievalModel, Run, RunQuery
 from retrieval.rankings import pack
 from retrieval.services import docids_ensure

@@ -152,7 +152,7 @@ def test_pool_analysis_cli(rankings_db, tmp_path):
 
 @pytest.mark.django_db
 def test_pool_analysis_coverage_and_scatter(rankings_db, tmp_path):
-    from pooling import services
+    from judging import services
 
     f = tmp_path / "q.txt"
     f.write_text("1 0 doc-a 1\n1 0 doc-c 0\n2 0 doc-b 2\n")

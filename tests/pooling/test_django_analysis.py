@@ -9,6 +9,8 @@ import pytest
 import rbo as rbo_reference  # the `rbo` package, an independent implementation
 from django.urls import reverse
 
+from judging.selectors import qrels_records
+from judging.services import qrels_import
 from pooling import analysis, services
 from tests.pooling.test_django_pools import (  # noqa: F401  (fixture)
     SYSTEM_RANKINGS,
@@ -33,7 +35,7 @@ def small_qrels(db, tmp_path):
         "1 1 doc-zzz 2\n"  # relevant, never retrieved
         "2 1 doc-b -2\n"  # junk: judged, not relevant
     )
-    return services.qrels_import(f, format="diversity", name="small")
+    return qrels_import(f, format="diversity", name="small")
 
 
 # --- coverage and scatter ----------------------------------------------------------------
@@ -42,7 +44,7 @@ def small_qrels(db, tmp_path):
 @pytest.mark.django_db
 def test_coverage_on_a_small_case(rankings_db, small_qrels):
     pool = build(sources="users", depth=2)  # topic 1: a b c f; topic 2: b d
-    cov = analysis.pool_coverage(pool, small_qrels)
+    cov = analysis.pool_coverage(pool, qrels_records(small_qrels))
     rows = {r["topic"]: r for r in cov["rows"]}
     assert (rows["1"]["size"], rows["1"]["relevant"], rows["1"]["nonrelevant"],
             rows["1"]["unjudged"]) == (4, 1, 1, 2)
@@ -60,13 +62,13 @@ def test_coverage_on_a_small_case(rankings_db, small_qrels):
 def test_rank_weight_points_mark_judged_documents(rankings_db, small_qrels):
     pool = build(sources="users", depth=2, strategy="rbp", p=0.5)
     points = {(pt["topic"], pt["docid"]): pt for pt in
-              analysis.pool_rank_weight_points(pool, small_qrels)}
+              analysis.pool_rank_weight_points(pool, qrels_records(small_qrels))}
     assert points[("1", "doc-a")]["judged"] and points[("1", "doc-a")]["relevant"]
     assert points[("1", "doc-c")]["judged"] and not points[("1", "doc-c")]["relevant"]
     assert not points[("1", "doc-f")]["judged"]
     assert points[("1", "doc-c")]["min_rank"] == 1
     assert points[("1", "doc-c")]["weight"] == pytest.approx(2 * 0.5)
-    assert len(analysis.pool_rank_weight_points(pool, small_qrels, limit=3)) == 3
+    assert len(analysis.pool_rank_weight_points(pool, qrels_records(small_qrels), limit=3)) == 3
 
 
 # --- growth ------------------------------------------------------------------------------
@@ -311,5 +313,5 @@ def test_page_query_counts_do_not_grow_with_pools(rankings_db, small_qrels, staf
 @pytest.mark.django_db
 def test_admin_lists_pools_and_qrels(rankings_db, small_qrels, admin_client):
     build(sources="users", depth=2)
-    for name in ("pool", "pooltopic", "qrels"):
-        assert admin_client.get(reverse(f"admin:pooling_{name}_changelist")).status_code == 200
+    for name in ("pooling_pool", "pooling_pooltopic", "judging_judgmentset"):
+        assert admin_client.get(reverse(f"admin:{name}_changelist")).status_code == 200

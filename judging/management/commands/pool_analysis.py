@@ -25,6 +25,10 @@ of the model and collection, every finished system run); with --pool those the p
 built from; with --runs exactly those. The result lists the runs it read ("runs"), and
 with --manifest the manifest records them as --runs, so verify_manifest reads the same
 runs again whatever was imported or finished since.
+
+--qrels names a judgment set (imported qrels are one): the command lives in the judging
+app, the one that reads both pools and judgments, and hands the pooling analyses the
+judgments as plain records.
 """
 import io
 import json
@@ -36,6 +40,7 @@ from common import figures as figure_output
 from common.fileio import OutputError, atomic_output
 from common.manifest_command import ManifestMixin
 from common.spreadsheet import spreadsheet_writer
+from judging.selectors import qrels_get, qrels_records
 from pooling import analysis, paper, selectors
 from pooling import figures as paper_figures
 
@@ -260,13 +265,14 @@ class Command(ManifestMixin, BaseCommand):
         return data, ["group", "topic", "a", "b", "rbo_min", "rbo_res", "rbo_ext"], rows
 
     def _coverage(self, o):
-        qrels = selectors.qrels_get(o["qrels"])
+        qrels = qrels_get(o["qrels"])
+        records = qrels_records(qrels)
         data, rows = {}, []
         cols = ["size", "relevant", "nonrelevant", "unjudged", "pct_relevant",
                 "pct_nonrelevant", "pct_unjudged"]
         for ref in o["pools"]:
             pool = selectors.pool_get(ref)
-            cov = analysis.pool_coverage(pool, qrels)
+            cov = analysis.pool_coverage(pool, records)
             data[pool.label] = {"sources": pool.sources, **cov}
             rows += [[pool.label, pool.sources, r["topic"]] + [r[c] for c in cols]
                      for r in cov["rows"] + [cov["mean"]]]
@@ -274,8 +280,9 @@ class Command(ManifestMixin, BaseCommand):
 
     def _scatter(self, o):
         pool = selectors.pool_get(o["pool"])
-        qrels = selectors.qrels_get(o["qrels"]) if o["qrels"] else None
-        points = analysis.pool_rank_weight_points(pool, qrels)
+        qrels = qrels_get(o["qrels"]) if o["qrels"] else None
+        points = analysis.pool_rank_weight_points(
+            pool, qrels_records(qrels, selectors.pool_sizes(pool)) if qrels else None)
         cols = ["topic", "docid", "min_rank", "weight", "users", "systems", "judged", "relevant"]
         return ({"pool": pool.label, "qrels": qrels.name if qrels else None, "points": points},
                 cols, [[p[c] for c in cols] for p in points])
@@ -314,10 +321,11 @@ class Command(ManifestMixin, BaseCommand):
 
     def _figure3(self, o):
         pool = selectors.pool_get(o["pool"])
-        qrels = selectors.qrels_get(o["qrels"])
+        qrels = qrels_get(o["qrels"])
         if o["limit"] < 1:
             raise ValueError("--limit must be at least 1")
-        rows = paper.rank_weight_rows(pool, qrels, topic_id=o["topic"], limit=o["limit"])
+        records = qrels_records(qrels, [o["topic"]] if o["topic"] else selectors.pool_sizes(pool))
+        rows = paper.rank_weight_rows(pool, records, topic_id=o["topic"], limit=o["limit"])
         if rows:
             first = rows[0]["topic"]
             drawn = [r for r in rows if r["topic"] == first]
@@ -329,9 +337,9 @@ class Command(ManifestMixin, BaseCommand):
 
     def _table1(self, o):
         topic_set, run_ids, _pool = self._runs_of(o)
-        qrels = selectors.qrels_get(o["qrels"])
-        data = paper.judgment_table(topic_set, depth=o["depth"], qrels=qrels,
-                                       model_name=o["model"], collection_name=o["collection"],
-                                       run_ids=run_ids)
+        qrels = qrels_get(o["qrels"])
+        data = paper.judgment_table(topic_set, depth=o["depth"], qrels=qrels_records(qrels),
+                                    qrels_name=qrels.name, model_name=o["model"],
+                                    collection_name=o["collection"], run_ids=run_ids)
         self._pin_runs(data["runs"])
         return data, TABLE_COLUMNS, [[r[c] for c in TABLE_COLUMNS] for r in data["rows"]]

@@ -11,7 +11,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from pooling.models import Qrels, QrelsJudgment
+from judging.models import JudgmentSet, Label
 
 
 def expected_stats(path) -> dict:
@@ -56,11 +56,11 @@ def test_web2011_diversity_qrels_import_and_stats(shared_data):
                  stdout=out)
     lines = [ln for ln in open(path) if ln.strip()]
     assert f"imported {len(lines)} judgments" in out.getvalue()
-    qrels = Qrels.objects.get(name="web11-div")
-    assert qrels.judgments_count == len(lines) == QrelsJudgment.objects.count()
+    qrels = JudgmentSet.objects.get(name="web11-div")
+    assert qrels.labels_count == len(lines) == Label.objects.count()
     assert len(qrels.checksum) == 64
     first = lines[0].split()
-    j = QrelsJudgment.objects.order_by("id").first()
+    j = Label.objects.order_by("id").first()
     assert [j.topic_id, j.intent_id, j.docid, j.grade] == first[:3] + [int(first[3])]
 
     got = stats_json("web11-div")
@@ -99,7 +99,7 @@ def test_malformed_qrels_name_file_and_line_and_import_nothing(tmp_path):
     short.write_text("7 1 doc-a 1\n7 doc-b 1\n")
     with pytest.raises(CommandError, match=rf"{short}, line 2: expected 4 fields, got 3"):
         call_command("import_qrels", str(short), "--format", "diversity", "--name", "short")
-    assert Qrels.objects.count() == 0 and QrelsJudgment.objects.count() == 0
+    assert JudgmentSet.objects.count() == 0 and Label.objects.count() == 0
 
 
 @pytest.mark.django_db
@@ -113,7 +113,7 @@ def test_import_qrels_refuses_duplicate_names_and_missing_files(tmp_path):
         call_command("import_qrels", str(tmp_path / "nope"), "--format", "adhoc", "--name", "x")
     with pytest.raises(CommandError, match="no qrels named"):
         call_command("qrels_stats", "--name", "nope", "--json")
-    assert Qrels.objects.get().judgments_count == 1
+    assert JudgmentSet.objects.get().labels_count == 1
 
 
 def _import(*args, **kwargs) -> str:
@@ -127,7 +127,7 @@ def test_cacm_smart_qrels_are_refused_and_trec_ones_map_to_query_ids(shared_data
     cacm = shared_data / "small-corpora" / "cacm"
     with pytest.raises(CommandError, match=r"qrels\.text, line 1: .*looks like SMART qrels"):
         _import(cacm / "qrels.text", "--format", "adhoc", "--name", "cacm")
-    assert not Qrels.objects.exists() and not QrelsJudgment.objects.exists()
+    assert not JudgmentSet.objects.exists() and not Label.objects.exists()
 
     call_command("import_topics", str(cacm / "query.text"), "--format", "smart",
                  "--topic-set", "cacm", stdout=StringIO())
@@ -136,12 +136,12 @@ def test_cacm_smart_qrels_are_refused_and_trec_ones_map_to_query_ids(shared_data
     message = str(info.value)
     assert "9 topic(s) not in topic set 'cacm': 01 (line 1), 02 (line 6)," in message
     assert "--id-map strip-zeros" in message
-    assert not Qrels.objects.exists()
+    assert not JudgmentSet.objects.exists()
 
     out = _import(cacm / "cacm.qrels", "--format", "adhoc", "--name", "cacm", "--topic-set",
                   "cacm", "--id-map", "strip-zeros")
     assert "imported 796 judgments" in out
-    topics = set(QrelsJudgment.objects.values_list("topic_id", flat=True))
+    topics = set(Label.objects.values_list("topic_id", flat=True))
     assert len(topics) == 52 and "1" in topics and "01" not in topics
 
 
@@ -152,7 +152,7 @@ def test_second_grade_is_refused_naming_both_lines(tmp_path):
     with pytest.raises(CommandError, match=r"q\.txt, line 3: second grade \(0\) for topic '1', "
                        r"document 'a', already graded 1 on line 1"):
         _import(f, "--format", "adhoc", "--name", "q")
-    assert not Qrels.objects.exists()
+    assert not JudgmentSet.objects.exists()
 
 
 @pytest.mark.django_db
@@ -170,7 +170,7 @@ def test_names_that_break_pages_are_refused(tmp_path, name):
     f.write_text("1 0 a 1\n")
     with pytest.raises(CommandError, match="qrels name"):
         _import(f, "--format", "adhoc", "--name", name)
-    assert not Qrels.objects.exists()
+    assert not JudgmentSet.objects.exists()
 
 
 @pytest.mark.django_db
@@ -180,7 +180,7 @@ def test_bad_files_are_errors_with_file_and_line_not_tracebacks(tmp_path):
     with pytest.raises(CommandError, match=r"latin\.txt, line 1: not valid utf-8"):
         _import(latin, "--format", "adhoc", "--name", "l")
     _import(latin, "--format", "adhoc", "--name", "l", "--encoding", "latin-1")
-    assert QrelsJudgment.objects.get().topic_id == "t\u00e9"
+    assert Label.objects.get().topic_id == "t\u00e9"
 
     cut = tmp_path / "cut.txt.gz"
     cut.write_bytes(gzip.compress(b"".join(b"1 0 d%d 1\n" % i for i in range(20000)))[:3000])
@@ -197,7 +197,7 @@ def test_bad_files_are_errors_with_file_and_line_not_tracebacks(tmp_path):
     with pytest.raises(CommandError,
                        match=r"big\.txt, line 1: relevance '4294967296' is too large"):
         _import(big, "--format", "adhoc", "--name", "big")
-    assert Qrels.objects.count() == 1
+    assert JudgmentSet.objects.count() == 1
 
 
 @pytest.mark.django_db
@@ -205,15 +205,38 @@ def test_import_smart_and_cranqrel_files(shared_data):
     small = shared_data / "small-corpora"
     call_command("import_qrels", str(small / "cacm" / "qrels.text"), "--format", "smart",
                  "--id-map", "strip-zeros", "--name", "cacm-smart", stdout=StringIO())
-    q = Qrels.objects.get(name="cacm-smart")
+    q = JudgmentSet.objects.get(name="cacm-smart")
     lines = [ln for ln in open(small / "cacm" / "cacm.qrels") if ln.strip()]
-    assert q.format == "adhoc" and q.judgments_count == len(lines)
+    assert q.format == "adhoc" and q.labels_count == len(lines)
     call_command("import_qrels", str(small / "cranfield" / "cranqrel"), "--format", "cranqrel",
                  "--name", "cran", stdout=StringIO())
-    cran = Qrels.objects.get(name="cran")
-    assert cran.format == "adhoc" and cran.judgments_count == 1837
-    assert set(QrelsJudgment.objects.filter(qrels=cran).values_list("grade", flat=True)) == {
+    cran = JudgmentSet.objects.get(name="cran")
+    assert cran.format == "adhoc" and cran.labels_count == 1837
+    assert set(Label.objects.filter(judgment_set=cran).values_list("grade", flat=True)) == {
         0, 1, 2, 3, 4}
     with pytest.raises(CommandError, match="--format smart"):
         call_command("import_qrels", str(small / "cacm" / "qrels.text"), "--format", "adhoc",
                      "--name", "x", stdout=StringIO())
+
+
+@pytest.mark.django_db
+def test_qrels_are_a_judgment_set_of_the_topic_set_given_or_found(tmp_path):
+    from topics.services import topics_import
+    from topics.topicfiles import TopicRecord
+
+    topics_import("a", [TopicRecord("1", title="x"), TopicRecord("2", title="y")])
+    topics_import("b", [TopicRecord("1", title="x")])
+    f = tmp_path / "q.txt"
+    f.write_text("1 0 d1 1\n2 0 d2 0\n")
+    _import(f, "--format", "adhoc", "--name", "found")
+    one = tmp_path / "one.txt"
+    one.write_text("1 0 d1 1\n")
+    _import(one, "--format", "adhoc", "--name", "either")  # both sets hold topic 1
+    _import(one, "--format", "adhoc", "--name", "named", "--topic-set", "b")
+    sets = {js.name: js for js in JudgmentSet.objects.select_related("topic_set")}
+    assert sets["found"].topic_set.name == "a" and sets["either"].topic_set is None
+    assert sets["named"].topic_set.name == "b"
+    assert (sets["found"].source, sets["found"].format) == ("import", "adhoc")
+    assert list(Label.objects.filter(judgment_set=sets["found"]).order_by("line").values_list(
+        "topic_id", "intent_id", "docid", "assessor", "grade", "line")) == [
+        ("1", "", "d1", "qrels", 1, 1), ("2", "", "d2", "qrels", 0, 2)]

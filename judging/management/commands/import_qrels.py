@@ -1,4 +1,5 @@
-"""Import a TREC qrels file (ad hoc or diversity), or the qrels of an ir_datasets dataset."""
+"""Import a TREC qrels file (ad hoc or diversity), or the qrels of an ir_datasets dataset, as
+a judgment set (qrels are a judgment set read from a file)."""
 import tempfile
 from pathlib import Path
 
@@ -6,7 +7,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from common import irdatasets
 
-from pooling import services
+from judging import services
 from pooling.qrelsio import ID_MAPS, QRELS_FORMATS
 
 
@@ -16,7 +17,9 @@ class Command(BaseCommand):
         "'topic subtopic docid rel' (.gz accepted). All or nothing: a malformed line, a "
         "second grade for the same judgment, or a file in another format (e.g. SMART "
         "'query docid 0 0') is an error naming the line(s). --ir-datasets ID reads the "
-        "qrels of an ir_datasets dataset from its local cache instead of a file."
+        "qrels of an ir_datasets dataset from its local cache instead of a file. The "
+        "judgments become a judgment set of that name, one label per line by the assessor "
+        "'qrels'."
     )
 
     def add_arguments(self, parser):
@@ -31,7 +34,8 @@ class Command(BaseCommand):
         parser.add_argument("--name", required=True,
                             help="at most 100 characters, no spaces, '/' or '..'")
         parser.add_argument("--topic-set", dest="topic_set", default=None,
-                            help="check that every topic id is a topic of this set")
+                            help="check that every topic id is a topic of this set (default: the "
+                                 "one topic set holding every topic of the file, if any)")
         parser.add_argument("--id-map", dest="id_map", choices=ID_MAPS, default=None,
                             help="strip-zeros: write all-digit topic ids without leading "
                             "zeros ('01' -> '1', as CACM's qrels need)")
@@ -59,4 +63,4 @@ class Command(BaseCommand):
                     topic_set_name=o["topic_set"], id_map=o["id_map"], encoding=o["encoding"])
         except ValueError as exc:
             raise CommandError(str(exc)) from None
-        self.stdout.write(f"imported {qrels.judgments_count} judgments as qrels {qrels.name!r}")
+        self.stdout.write(f"imported {qrels.labels_count} judgments as qrels {qrels.name!r}")

@@ -1,9 +1,10 @@
-"""Summary statistics of imported qrels."""
+"""Summary statistics of qrels: the judgments that count in a judgment set (an imported
+qrels file is one)."""
 import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from pooling import selectors
+from judging import selectors
 
 
 class Command(BaseCommand):

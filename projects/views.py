@@ -252,8 +252,10 @@ def _system_run_choices(topic_set_name: str):
         if run.kind == Run.KIND_SYSTEM:
             choices.append((str(run.pk), f"system run {run.tag}"))
         elif run.source in SYSTEM_RUN_SOURCES:
-            choices.append((str(run.pk), f"{run.model.name} over {run.source} of "
-                                         f"{run.collection.name} (run {run.pk})"))
+            # a run imported without a model or collection has neither to name
+            model = run.model.name if run.model_id else "a model"
+            where = f" of {run.collection.name}" if run.collection_id else ""
+            choices.append((str(run.pk), f"{model} over {run.source}{where} (run {run.pk})"))
     return choices
 
 

@@ -113,3 +113,12 @@ def test_the_project_page_leads_to_the_evaluation_of_its_runs(staff, fruit):
     assert f'href="{url}"' in page
     form = staff.get(url).content.decode()
     assert '<option value="fruit-topics" selected>' in form
+
+
+def test_a_title_run_with_no_model_or_collection_is_still_offered(staff, fruit):
+    # a finished title run whose model and collection rows are absent (both are nullable)
+    run = Run.objects.create(topic_set=fruit, kind=Run.KIND_RETRIEVAL, source="titles",
+                             status="done")
+    page = staff.get(reverse("projects:organiser_project", args=[fruit.pk]))
+    assert page.status_code == 200
+    assert f"a model over titles (run {run.pk})" in page.content.decode()

@@ -17,7 +17,10 @@ wrong column count, a number it cannot read, an unreadable or corrupt file -- ra
 (:func:`common.fileio.open_lines`), which either accepts the file or names the file and
 line of the problem. So the bulk path accepts a subset of what the line path accepts,
 and for that subset returns the same values: ASCII text is its own UTF-8, NFC and
-Latin-1 form; a decimal with at most 15 significant digits and no exponent is parsed
+Latin-1 form; numbers are converted by Arrow's compiled parser, which rounds decimals
+correctly as ``float()`` does and accepts fewer spellings than ``float()``/``int()``
+(its one extra, ``0x`` hexadecimal integers, is kept away from it). What Arrow refuses
+goes to numpy: a decimal with at most 15 significant digits and no exponent is parsed
 as ``mantissa / 10**decimals``, one correctly rounded division of two exact doubles,
 which is what ``float()`` returns; other numbers go through ``float()``/``int()``.
 """
@@ -327,8 +330,9 @@ def _blocks(path, block_bytes: int):
             except OSError:
                 raise Unsure from None
             if size <= block_bytes:
-                data = np.zeros(len(_LEAD) + size + 1 + len(_TAIL), dtype=np.uint8)
+                data = np.empty(len(_LEAD) + size + 1 + len(_TAIL), dtype=np.uint8)
                 data[:len(_LEAD)] = ord(" ")
+                data[len(_LEAD) + size:] = 0  # the spare byte and the tail
                 try:
                     got = fh.readinto(memoryview(data)[len(_LEAD):len(_LEAD) + size + 1])
                 except OSError:

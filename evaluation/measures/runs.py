@@ -206,11 +206,19 @@ class RunSet:
             run_l = st_run.tolist()
             local = (st_start - run_offset[st_run]).tolist()
 
+            width = {a.docids.dtype for _, _, a in runs}
+            width = width.pop() if len(width) == 1 else None
+
             def entries(t: int):
                 lo, hi = first_l[t], first_l[t + 1]
                 parts = [(runs[run_l[i]][2], local[i], size_l[k]) for k, i in zip(range(lo, hi), o_l[lo:hi])]
-                return tuple(np.concatenate([getattr(a, name)[at:at + n] for a, at, n in parts])
-                             for name in ("docids", "scores", "ranks"))
+                if width is None:  # docids of several widths: numpy pads the narrower
+                    docs = np.concatenate([a.docids[at:at + n] for a, at, n in parts])
+                else:  # joined as bytes, which numpy copies without holding the GIL
+                    docs = np.concatenate([a.docids[at:at + n].view(np.uint8) for a, at, n in parts]
+                                          ).view(width)
+                return (docs, np.concatenate([a.scores[at:at + n] for a, at, n in parts]),
+                        np.concatenate([a.ranks[at:at + n] for a, at, n in parts]))
         else:
             # many short stretches: every entry's place in the sorted order, then one gather
             sorted_at = _ramps(st_start[o], size_o) if total else np.zeros(0, np.int64)
@@ -242,8 +250,9 @@ class RunSet:
             seen[np.repeat(np.arange(n_runs) * len(words), cells) + code] = True
             if int(np.count_nonzero(seen)) != len(code):
                 raise Unsure  # the line reader names the file and line
-            if bool((words.view(np.uint8) < 128).all()):
-                return words.astype(str)
+            raw = words.view(np.uint8)
+            if bool((raw < 128).all()):  # ASCII: each byte is its code point (as astype(str))
+                return raw.astype(np.uint32).view(f"<U{words.dtype.itemsize}")
             return np.array([w.decode("utf-8") for w in words.tolist()], dtype=str)
 
         vocab = _in_threads(one_topic, range(n_topics))

@@ -327,8 +327,10 @@ _MIX = np.uint64(0x9E3779B97F4A7C15)
 
 
 def _words(docs: np.ndarray) -> list[np.ndarray]:
-    """Views of 8-byte words that together cover every byte of each fixed-width string
-    (the last one may overlap the one before): equal words, equal strings."""
+    """The 8-byte words that together cover every byte of each fixed-width string (the
+    last one may overlap the one before): equal words, equal strings. Each is copied out
+    of the strings into an array of its own: hashing and comparing aligned words is
+    faster than reading them in place."""
     width = docs.dtype.itemsize
     if width < 8:
         docs = docs.astype("S8")
@@ -337,7 +339,7 @@ def _words(docs: np.ndarray) -> list[np.ndarray]:
     offsets = list(range(0, width - 7, 8))
     if offsets[-1] != width - 8:
         offsets.append(width - 8)
-    return [np.ndarray(len(docs), dtype="<u8", buffer=docs, offset=o, strides=(width,))
+    return [np.ndarray(len(docs), dtype="<u8", buffer=docs, offset=o, strides=(width,)).copy()
             for o in offsets] if len(docs) else [np.zeros(0, np.uint64)]
 
 
@@ -366,10 +368,12 @@ def _codes(docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     reps = np.empty(len(uniques), dtype=np.int64)
     reps[c] = np.arange(len(docs))
     # one word: the hash is a product with an odd number, one-to-one, so exact
-    if len(words) > 1 and not all(bool((w[reps[c]] == w).all()) for w in words):
-        uniq, c = np.unique(docs, return_inverse=True)
-        reps = np.empty(len(uniq), dtype=np.int64)
-        reps[c] = np.arange(len(docs))
+    if len(words) > 1:
+        rep_of = reps[c]
+        if not all(bool((w[rep_of] == w).all()) for w in words):
+            uniq, c = np.unique(docs, return_inverse=True)
+            reps = np.empty(len(uniq), dtype=np.int64)
+            reps[c] = np.arange(len(docs))
     order = _byte_order(docs[reps])
     rank = np.empty(len(order), dtype=np.int64)
     rank[order] = np.arange(len(order))

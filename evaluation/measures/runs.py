@@ -154,8 +154,9 @@ class RunSet:
     @classmethod
     def from_arrays(cls, runs: Sequence[tuple[str, str, "RunArrays"]]):
         """Build from ``(tag, source, arrays)`` with the entries of each run in file order;
-        the same :class:`RunSet` as :meth:`from_rankings` on the same rankings (the
-        vocabulary arrays may be wider: one string width for every topic). Raises
+        the same :class:`RunSet` as :meth:`from_rankings` on the same rankings (a topic's
+        vocabulary array may be wider: its string width is that of the files' docids). Each
+        topic is coded and laid out on its own, the topics spread over threads. Raises
         :class:`InputError` if two runs share a tag, and :class:`Unsure` if a run
         ranks a document twice for one topic (the line reader says where)."""
         seen: dict[str, str] = {}

@@ -301,12 +301,13 @@ class Columns:
 
     def floats(self, j: int) -> np.ndarray:
         """Column ``j`` as float64, each equal to ``float(token)``; :class:`Unsure` if one
-        is not a number."""
+        is not a number. The array may be a read-only view of Arrow's memory."""
         return self._numbers(j, integer=False)
 
     def ints(self, j: int) -> np.ndarray:
         """Column ``j`` as int64, each equal to ``int(token)``; :class:`Unsure` if one is
-        not a whole number (or does not fit)."""
+        not a whole number (or does not fit). The array may be a read-only view of
+        Arrow's memory."""
         return self._numbers(j, integer=True)
 
 

@@ -156,13 +156,15 @@ def parse_measures(text: str | list[str]) -> list[MeasureSpec]:
 # --------------------------------------------------------------------------- evaluation
 
 
-def _lookup(vocab: dict[str, int] | None, docids: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Codes of the docids the runs retrieved, and which of ``docids`` those are."""
-    if vocab is None or not docids:
+def _lookup(vocab: np.ndarray | None, docids: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Codes of the docids the runs retrieved, and which of ``docids`` those are; ``vocab``
+    is the topic's sorted docids, so a docid's code is where it sits in them."""
+    if vocab is None or not docids or not len(vocab):
         return np.zeros(0, dtype=np.int64), np.zeros(len(docids), dtype=bool)
-    found = np.fromiter((vocab.get(d, -1) for d in docids), dtype=np.int64, count=len(docids))
-    hit = found >= 0
-    return found[hit], hit
+    wanted = np.array(docids, dtype=str)
+    at = np.searchsorted(vocab, wanted)
+    hit = vocab[np.minimum(at, len(vocab) - 1)] == wanted
+    return at[hit], hit
 
 
 class AdhocInput:
@@ -367,7 +369,7 @@ def evaluate_runs(
         positions = [index.get(t) for t in names]
         present = [p for p in positions if p is not None]
         ordered = runset.ordered_codes(order, present) if present else None
-        vocabs = [None if p is None else runset.vocab_index[p] for p in positions]
+        vocabs = [None if p is None else runset.vocab[p] for p in positions]
         if len(present) == len(names):
             codes = ordered
         else:  # topics no run has: empty rankings

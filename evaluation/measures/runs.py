@@ -21,7 +21,10 @@ measures index grades with, so they are kept together rather than split by file 
 from __future__ import annotations
 
 import math
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -58,6 +61,21 @@ PAD_CODE = -1
 
 ORDERS = ("trec_eval", "rank")
 
+#: threads that read run files and code topics side by side
+WORKERS = min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+
+
+def _in_threads(fn, items) -> list:
+    """``[fn(x) for x in items]`` on up to :data:`WORKERS` threads. The work inside is
+    numpy's, pandas' and Arrow's, which release the GIL, so the threads use the cores; the
+    results come back in order and so does the exception of the first item that fails."""
+    items = list(items)
+    workers = min(WORKERS, len(items))
+    if workers <= 1:
+        return [fn(x) for x in items]
+    with ThreadPoolExecutor(workers) as pool:
+        return list(pool.map(fn, items))
+
 
 def _lines(path: str | Path) -> Iterable[tuple[int, list[str]]]:
     # The project's one opener: gzip, strict UTF-8 and bounded lines, errors with the line.
@@ -88,7 +106,12 @@ class RunSet:
     scores: np.ndarray
     ranks: np.ndarray
     lengths: np.ndarray
-    vocab_index: list[dict[str, int]]
+
+    @cached_property
+    def vocab_index(self) -> list[dict[str, int]]:
+        """``vocab_index[t][docid]`` is the docid's code in topic ``t`` (its place in
+        ``vocab[t]``), built when first asked for."""
+        return [dict(zip(words.tolist(), range(len(words)))) for words in self.vocab]
 
     @classmethod
     def from_rankings(cls, runs: Sequence[tuple[str, str, dict[str, tuple[list, list, list]]]]):
@@ -112,11 +135,10 @@ class RunSet:
         codes = np.full((n_runs, n_topics, depth), PAD_CODE, dtype=np.int32)
         scores = np.full((n_runs, n_topics, depth), -np.inf)
         ranks = np.full((n_runs, n_topics, depth), np.iinfo(np.int64).max, dtype=np.int64)
-        vocab, indexes = [], []
+        vocab = []
         for ti, t in enumerate(topics):
             words = sorted(set().union(*(per[t][0] for _, _, per in runs if t in per)))
             index = {w: i for i, w in enumerate(words)}
-            indexes.append(index)
             vocab.append(np.array(words, dtype=str))
             for r, (_, _, per) in enumerate(runs):
                 if t not in per:
@@ -127,13 +149,14 @@ class RunSet:
                 scores[r, ti, :n] = s
                 ranks[r, ti, :n] = k
         return cls([t for t, _, _ in runs], [s for _, s, _ in runs], topics, vocab,
-                   codes, scores, ranks, lengths, indexes)
+                   codes, scores, ranks, lengths)
 
     @classmethod
     def from_arrays(cls, runs: Sequence[tuple[str, str, "RunArrays"]]):
         """Build from ``(tag, source, arrays)`` with the entries of each run in file order;
-        the same :class:`RunSet` as :meth:`from_rankings` on the same rankings (the
-        vocabulary arrays may be wider: one string width for every topic). Raises
+        the same :class:`RunSet` as :meth:`from_rankings` on the same rankings (a topic's
+        vocabulary array may be wider: its string width is that of the files' docids). Each
+        topic is coded and laid out on its own, the topics spread over threads. Raises
         :class:`InputError` if two runs share a tag, and :class:`Unsure` if a run
         ranks a document twice for one topic (the line reader says where)."""
         seen: dict[str, str] = {}
@@ -165,23 +188,12 @@ class RunSet:
         lengths = np.bincount(st_run * n_topics + st_topic, weights=st_size,
                               minlength=n_runs * n_topics).astype(np.int64).reshape(n_runs, n_topics)
         depth = int(lengths.max()) if lengths.size else 0
-        # stretches by topic, then run, then file order: the entries in that order ("sorted")
+        # stretches by topic, then run, then file order: each topic's entries in that order,
+        # which is the order of its cells in the (runs, depth) plane of the output arrays
         o = np.lexsort((st_start, st_run, st_topic))
         size_o = st_size[o]
-        cum_o = np.concatenate(([0], np.cumsum(size_o)[:-1])) if len(o) else np.zeros(0, np.int64)
-        group = st_topic[o] * n_runs + st_run[o]
-        new_group = np.concatenate(([True], group[1:] != group[:-1])) if len(o) else np.zeros(0, bool)
-        base_o = cum_o - cum_o[np.flatnonzero(new_group)][np.cumsum(new_group) - 1]
-        dest_o = (st_run[o] * n_topics + st_topic[o]) * depth + base_o
-        bounds = np.append(cum_o, total)[np.searchsorted(st_topic[o], np.arange(n_topics + 1))]
-        # the docids in sorted order, copied stretch by stretch
+        first_o = np.searchsorted(st_topic[o], np.arange(n_topics + 1))
         run_offset = np.concatenate(([0], np.cumsum([len(a.docids) for _, _, a in runs])))
-        local = (st_start - run_offset[st_run]).tolist()
-        sizes_l, run_l = st_size.tolist(), st_run.tolist()
-        docs = np.concatenate([runs[run_l[i]][2].docids[local[i]:local[i] + sizes_l[i]]
-                               for i in o.tolist()]) if total else np.zeros(0, "S1")
-        # one code per (topic, docid), in docid order within the topic
-        code_s, u_doc, u_bounds = _codes_by_topic(docs, bounds)
         shape = (n_runs, n_topics, depth)
         if lengths.size and int(lengths.min()) == depth:  # no padding: every cell is written
             codes, scores, ranks = np.empty(shape, np.int32), np.empty(shape), np.empty(shape, np.int64)
@@ -189,36 +201,64 @@ class RunSet:
             codes = np.full(shape, PAD_CODE, dtype=np.int32)
             scores = np.full(shape, -np.inf)
             ranks = np.full(shape, np.iinfo(np.int64).max, dtype=np.int64)
-        codes_f, scores_f, ranks_f = codes.reshape(-1), scores.reshape(-1), ranks.reshape(-1)
         if len(o) * 64 <= total:
-            # a few long stretches (a run is usually one stretch per topic): slice by slice
-            for d, c, n, i in zip(dest_o.tolist(), cum_o.tolist(), size_o.tolist(), o.tolist()):
-                a, at = runs[run_l[i]][2], local[i]
-                codes_f[d:d + n] = code_s[c:c + n]
-                scores_f[d:d + n] = a.scores[at:at + n]
-                ranks_f[d:d + n] = a.ranks[at:at + n]
-        elif total:
-            codes_f[_ramps(dest_o, size_o)] = code_s
-            base = np.empty_like(base_o)
-            base[o] = base_o
-            flat = _ramps((st_run * n_topics + st_topic) * depth + base, st_size)
-            for r, (_, _, a) in enumerate(runs):
-                where = flat[run_offset[r]:run_offset[r + 1]]
-                scores_f[where] = a.scores
-                ranks_f[where] = a.ranks
-        if _repeated(codes, lengths, u_bounds):
-            raise Unsure  # a document twice for one topic of one run
-        if docs.size == 0 or bool((u_doc.view(np.uint8) < 128).all()):
-            words = u_doc.astype(str)
+            # a few long stretches (a run is usually one stretch per topic): joined slice by slice
+            o_l, size_l, first_l = o.tolist(), size_o.tolist(), first_o.tolist()
+            run_l = st_run.tolist()
+            local = (st_start - run_offset[st_run]).tolist()
+
+            width = {a.docids.dtype for _, _, a in runs}
+            width = width.pop() if len(width) == 1 else None
+
+            def entries(t: int):
+                lo, hi = first_l[t], first_l[t + 1]
+                parts = [(runs[run_l[i]][2], local[i], size_l[k]) for k, i in zip(range(lo, hi), o_l[lo:hi])]
+                if width is None:  # docids of several widths: numpy pads the narrower
+                    docs = np.concatenate([a.docids[at:at + n] for a, at, n in parts])
+                else:  # joined as bytes, which numpy copies without holding the GIL
+                    docs = np.concatenate([a.docids[at:at + n].view(np.uint8) for a, at, n in parts]
+                                          ).view(width)
+                return (docs, np.concatenate([a.scores[at:at + n] for a, at, n in parts]),
+                        np.concatenate([a.ranks[at:at + n] for a, at, n in parts]))
         else:
-            words = np.array([w.decode("utf-8") for w in u_doc.tolist()], dtype=str)
-        vocab, indexes = [], []
-        for ti in range(n_topics):
-            mine = words[u_bounds[ti]:u_bounds[ti + 1]]
-            vocab.append(mine)
-            indexes.append(dict(zip(mine.tolist(), range(len(mine)))))
+            # many short stretches: every entry's place in the sorted order, then one gather
+            sorted_at = _ramps(st_start[o], size_o) if total else np.zeros(0, np.int64)
+            everything = [np.concatenate([getattr(a, name) for _, _, a in runs])[sorted_at]
+                          for name in ("docids", "scores", "ranks")]
+            bounds = np.append(np.cumsum(size_o) - size_o, total)[first_o] if total else (
+                np.zeros(n_topics + 1, np.int64))
+
+            def entries(t: int):
+                lo, hi = int(bounds[t]), int(bounds[t + 1])
+                return tuple(x[lo:hi] for x in everything)
+
+        def one_topic(t: int) -> np.ndarray:
+            docs, s, k = entries(t)
+            code, words = _codes(docs)
+            cells = lengths[:, t]
+            if int(cells.min()) == depth:
+                where = np.s_[:, t, :]
+                codes[where] = code.reshape(n_runs, depth)
+                scores[where] = s.reshape(n_runs, depth)
+                ranks[where] = k.reshape(n_runs, depth)
+            else:
+                filled = np.arange(depth) < cells[:, None]
+                codes[:, t, :][filled] = code
+                scores[:, t, :][filled] = s
+                ranks[:, t, :][filled] = k
+            # a document twice for one topic of one run: fewer (run, code) pairs than entries
+            seen = np.zeros(n_runs * len(words), dtype=bool)
+            seen[np.repeat(np.arange(n_runs) * len(words), cells) + code] = True
+            if int(np.count_nonzero(seen)) != len(code):
+                raise Unsure  # the line reader names the file and line
+            raw = words.view(np.uint8)
+            if bool((raw < 128).all()):  # ASCII: each byte is its code point (as astype(str))
+                return raw.astype(np.uint32).view(f"<U{words.dtype.itemsize}")
+            return np.array([w.decode("utf-8") for w in words.tolist()], dtype=str)
+
+        vocab = _in_threads(one_topic, range(n_topics))
         return cls([t for t, _, _ in runs], [s for _, s, _ in runs], topics, vocab,
-                   codes, scores, ranks, lengths, indexes)
+                   codes, scores, ranks, lengths)
 
     def ordered_codes(self, order: str, topics: Sequence[int] | None = None) -> np.ndarray:
         """Codes of every ranking in evaluation order, ``(runs, topics, depth)``, for all
@@ -288,8 +328,10 @@ _MIX = np.uint64(0x9E3779B97F4A7C15)
 
 
 def _words(docs: np.ndarray) -> list[np.ndarray]:
-    """Views of 8-byte words that together cover every byte of each fixed-width string
-    (the last one may overlap the one before): equal words, equal strings."""
+    """The 8-byte words that together cover every byte of each fixed-width string (the
+    last one may overlap the one before): equal words, equal strings. Each is copied out
+    of the strings into an array of its own: hashing and comparing aligned words is
+    faster than reading them in place."""
     width = docs.dtype.itemsize
     if width < 8:
         docs = docs.astype("S8")
@@ -298,7 +340,7 @@ def _words(docs: np.ndarray) -> list[np.ndarray]:
     offsets = list(range(0, width - 7, 8))
     if offsets[-1] != width - 8:
         offsets.append(width - 8)
-    return [np.ndarray(len(docs), dtype="<u8", buffer=docs, offset=o, strides=(width,))
+    return [np.ndarray(len(docs), dtype="<u8", buffer=docs, offset=o, strides=(width,)).copy()
             for o in offsets] if len(docs) else [np.zeros(0, np.uint64)]
 
 
@@ -311,45 +353,32 @@ def _byte_order(docs: np.ndarray) -> np.ndarray:
     return np.lexsort(words.T[::-1])
 
 
-def _codes_by_topic(docs: np.ndarray, bounds: np.ndarray
-                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Code each entry of ``docs`` (grouped by topic; ``bounds``: where each topic's
-    entries start) by its docid's place in the topic's sorted docids.
-    Returns the codes, every topic's docids one after the other,
-    and where each topic's start. Docids are hashed to 64 bits and grouped by pandas'
-    hash table one topic at a time (small tables stay in cache); when docids are longer
-    than 8 bytes every entry is then compared with its group's representative, and a
-    topic with a collision (never seen in practice) is grouped by an exact sort instead."""
+def _codes(docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Code each entry of ``docs`` (one topic's) by its docid's place in the topic's sorted
+    docids; returns the codes and the sorted docids. Docids are hashed to 64 bits and
+    grouped by pandas' hash table; when docids are longer than 8 bytes every entry is then
+    compared with its group's representative, and a collision (never seen in practice)
+    makes an exact sort group them instead."""
     words = _words(docs)
     h = words[0] * _MIX
     for w in words[1:]:
         h ^= h >> np.uint64(29)
         h ^= w
         h *= _MIX
-    code = np.empty(len(docs), dtype=np.int64)
-    reps_all = []
-    u_bounds = [0]
-    for t in range(len(bounds) - 1):
-        lo, hi = int(bounds[t]), int(bounds[t + 1])
-        c, uniques = pd.factorize(h[lo:hi])
-        reps = np.empty(len(uniques), dtype=np.int64)
-        reps[c] = np.arange(hi - lo)
-        # one word: the hash is a product with an odd number, one-to-one, so exact
-        if len(words) > 1 and not all(bool((w[reps[c] + lo] == w[lo:hi]).all()) for w in words):
-            sorted_docs = docs[lo:hi]
-            uniq, c = np.unique(sorted_docs, return_inverse=True)
-            first = np.empty(len(uniq), dtype=np.int64)
-            first[c] = np.arange(hi - lo)
-            reps = first
-        reps += lo
-        order = _byte_order(docs[reps])
-        rank = np.empty(len(order), dtype=np.int64)
-        rank[order] = np.arange(len(order))
-        code[lo:hi] = rank[c]
-        reps_all.append(reps[order])
-        u_bounds.append(u_bounds[-1] + len(order))
-    reps = np.concatenate(reps_all) if reps_all else np.zeros(0, np.int64)
-    return code, docs[reps], np.array(u_bounds, dtype=np.int64)
+    c, uniques = pd.factorize(h)
+    reps = np.empty(len(uniques), dtype=np.int64)
+    reps[c] = np.arange(len(docs))
+    # one word: the hash is a product with an odd number, one-to-one, so exact
+    if len(words) > 1:
+        rep_of = reps[c]
+        if not all(bool((w[rep_of] == w).all()) for w in words):
+            uniq, c = np.unique(docs, return_inverse=True)
+            reps = np.empty(len(uniq), dtype=np.int64)
+            reps[c] = np.arange(len(docs))
+    order = _byte_order(docs[reps])
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    return rank[c], docs[reps[order]]
 
 
 def _ramps(first: np.ndarray, sizes: np.ndarray, step: int = 1) -> np.ndarray:
@@ -362,23 +391,6 @@ def _ramps(first: np.ndarray, sizes: np.ndarray, step: int = 1) -> np.ndarray:
         inc[at[1:]] = first[1:] - first[:-1] - step * (sizes[:-1] - 1)
         inc[0] = first[0]
     return np.cumsum(inc, out=inc)
-
-
-def _repeated(codes: np.ndarray, lengths: np.ndarray, u_bounds: np.ndarray) -> bool:
-    """Whether some run ranks one document twice for one topic: the run's entries mark
-    their (topic, docid) pairs, and fewer marks than entries means a repeat."""
-    seen = np.zeros(int(u_bounds[-1]), dtype=bool)
-    offsets = u_bounds[:-1, None].astype(np.int64)
-    padded = bool(codes.size) and int(lengths.min()) < codes.shape[-1]
-    for r in range(len(codes)):
-        mine = codes[r] + offsets
-        if padded:
-            mine = mine[codes[r] != PAD_CODE]
-        seen[mine] = True
-        if int(np.count_nonzero(seen)) != int(lengths[r].sum()):
-            return True
-        seen[mine] = False
-    return False
 
 
 def _ties_by_docid_descending(codes: np.ndarray, scores: np.ndarray) -> np.ndarray:
@@ -491,14 +503,16 @@ def read_runs(paths: Sequence[str | Path]) -> RunSet:
     bulk; one that fails a check is read again line by line to name the line."""
     if not paths:
         raise InputError("--run", None, "give at least one run file")
-    runs = []
-    for p in paths:
+
+    def one(p) -> tuple[str, str, RunArrays]:
         try:
             tag, arrays = _bulk_run(p)
         except Unsure:
             tag, per = read_run_file(p)
             arrays = RunArrays.from_per_topic(per)
-        runs.append((tag, str(p), arrays))
+        return tag, str(p), arrays
+
+    runs = _in_threads(one, paths)
     try:
         return RunSet.from_arrays(runs)
     except Unsure:

@@ -248,3 +248,29 @@ def test_read_runs_with_long_and_short_stretches_equals_the_line_reader(tmp_path
     bad.write_text(paths[0].read_text() + "1 Q0 X 9 0.0 tag0\n1 Q0 X 10 0.0 tag0\n")
     with pytest.raises(InputError, match=r"dup.txt, line 902: document 'X' appears twice"):
         eval_runs.read_runs([bad])
+
+
+SPELLINGS = ["1.5", "-0.0", "+.5", "5.", ".5", "1e5", "1E+05", "-2.5e-3", "1_0", "0x10", "0X1f",
+             "0b1", "0o7", "inf", "-Infinity", "nan", "1e400", "+5", "-0", "007", "1.0", "9" * 19,
+             "9223372036854775808", "e5", ".", "-", "1.2.3", "1e", "--1", "+-1"]
+
+
+@pytest.mark.parametrize("integer", [False, True])
+def test_arrow_converts_only_what_float_and_int_read_and_to_the_same_value(tmp_path, integer):
+    convert = int if integer else float
+    for token in SPELLINGS:
+        got = _column(tmp_path, ["1", token])._converted(2, integer)
+        if got is None:
+            continue  # refused: numpy and float()/int() decide
+        want = convert(token)  # raises if Arrow took what Python refuses
+        if integer:
+            assert got.tolist() == [1, want], token
+        else:
+            assert [x.hex() for x in got.tolist()] == [(1.0).hex(), want.hex()], token
+
+
+def test_a_hexadecimal_rank_is_refused_and_named(tmp_path):
+    p = tmp_path / "r.txt"
+    p.write_text("1 Q0 a 1 2.5 t\n1 Q0 b 0x10 1.5 t\n")
+    with pytest.raises(InputError, match=r"r.txt, line 2: rank '0x10' is not a whole number"):
+        eval_runs.read_runs([p])

@@ -75,16 +75,21 @@ __all__ = [
     "PooledModel",
     "RANK_FEATURES",
     "RBP_P",
+    "REFIT_ORDERS",
     "TEXT_ORDERS",
     "hedge_next",
     "hedge_scores",
     "hedge_values",
     "learned_order",
+    "learned_ranking",
     "rank_features",
 ]
 
 LEARNED_ORDERS = ("hedge", "al-rank", "cal-text", "cal")
 TEXT_ORDERS = ("cal-text", "cal")
+#: the learned orders whose model a live queue refits in the background
+#: (:func:`learned_ranking`); hedge needs no fit (:class:`HedgeReplay`)
+REFIT_ORDERS = ("al-rank", "cal-text", "cal")
 
 #: Hedge's β (Aslam, Pavlu & Savell 2003)
 HEDGE_BETA = 0.1
@@ -276,6 +281,45 @@ def _ranked(scores: np.ndarray, open_: np.ndarray) -> np.ndarray:
     return items[np.lexsort((items, -scores[items]))]
 
 
+def _al_rank_scores(pooled, topic_X, known: Mapping[int, bool], judged: Sequence[int],
+                    pooled_model: PooledModel | None) -> np.ndarray:
+    """The mean probability of the models that can be fitted (the pooled one, the
+    topic's own once ``judged`` holds both classes), else the fusion prior."""
+    probs = []
+    model = pooled_model.current() if pooled_model is not None else None
+    if model is not None:
+        probs.append(model.predict_proba(pooled)[:, 1])
+    labels = [int(bool(known[i])) for i in judged]
+    if 0 < sum(labels) < len(labels):
+        probs.append(_fit(topic_X[list(judged)], np.asarray(labels)).predict_proba(topic_X)[:, 1])
+    return np.mean(probs, axis=0) if probs else pooled[:, 0]
+
+
+def _explored(scores: np.ndarray, prior: np.ndarray, open_: np.ndarray, size: int,
+              taken: int) -> list[int]:
+    """Up to ``size`` open items by ``scores``, every :data:`EXPLORE_EVERY`-th document
+    overall (``taken`` were chosen before) by ``prior`` instead."""
+    by_model = list(_ranked(scores, open_))
+    by_prior = list(_ranked(prior, open_))
+    batch: list[int] = []
+    chosen: set[int] = set()
+    while len(batch) < size and (by_model or by_prior):
+        taken_next = taken + len(batch) + 1
+        source = by_prior if taken_next % EXPLORE_EVERY == 0 else by_model
+        while source and source[0] in chosen:
+            source.pop(0)
+        if not source:
+            source = by_model if source is by_prior else by_prior
+            while source and source[0] in chosen:
+                source.pop(0)
+            if not source:
+                break
+        item = int(source.pop(0))
+        chosen.add(item)
+        batch.append(item)
+    return batch
+
+
 def _al_rank(rankings, n_items, known, sources, pooled_model: PooledModel | None
              ) -> Iterator[int]:
     pooled, per_ranking = rank_features(rankings, n_items, sources)
@@ -290,33 +334,9 @@ def _al_rank(rankings, n_items, known, sources, pooled_model: PooledModel | None
     for size in _batch_sizes():
         if not open_.any():
             return
-        probs = []
-        model = pooled_model.current()
-        if model is not None:
-            probs.append(model.predict_proba(pooled)[:, 1])
         judged = [i for i in known if not open_[i]]
-        labels = [int(bool(known[i])) for i in judged]
-        if 0 < sum(labels) < len(labels):
-            probs.append(_fit(topic_X[judged], np.asarray(labels)).predict_proba(topic_X)[:, 1])
-        scores = np.mean(probs, axis=0) if probs else prior
-        by_model = list(_ranked(scores, open_))
-        by_prior = list(_ranked(prior, open_))
-        batch: list[int] = []
-        chosen: set[int] = set()
-        while len(batch) < size and (by_model or by_prior):
-            taken_next = taken + len(batch) + 1
-            source = by_prior if taken_next % EXPLORE_EVERY == 0 else by_model
-            while source and source[0] in chosen:
-                source.pop(0)
-            if not source:
-                source = by_model if source is by_prior else by_prior
-                while source and source[0] in chosen:
-                    source.pop(0)
-                if not source:
-                    break
-            item = int(source.pop(0))
-            chosen.add(item)
-            batch.append(item)
+        scores = _al_rank_scores(pooled, topic_X, known, judged, pooled_model)
+        batch = _explored(scores, prior, open_, size, taken)
         for item in batch:
             open_[item] = False
             taken += 1
@@ -340,8 +360,9 @@ def _text_matrix(texts: Sequence[str], statement: str):
     return matrix[:-1], matrix[-1]
 
 
-def _cal(rankings, n_items, known, texts, statement, sources, with_ranks: bool,
-         seed: int) -> Iterator[int]:
+def _cal_docs(rankings, n_items, texts, statement, sources, with_ranks: bool):
+    """The documents' vectors and the statement's (the seed), rank features appended
+    for ``cal``."""
     from scipy import sparse
 
     if texts is None or len(texts) != n_items:
@@ -353,6 +374,29 @@ def _cal(rankings, n_items, known, texts, statement, sources, with_ranks: bool,
         top = pooled.max(axis=0, keepdims=True) if n_items else np.zeros((1, pooled.shape[1]))
         docs = sparse.hstack([docs, sparse.csr_matrix(pooled)]).tocsr()
         seed_doc = sparse.hstack([seed_doc, sparse.csr_matrix(top)]).tocsr()
+    return docs, seed_doc
+
+
+def _cal_scores(docs, seed_doc, known: Mapping[int, bool], judged: Sequence[int],
+                open_: np.ndarray, rng) -> np.ndarray:
+    """One AutoTAR fit: the seed, the judged documents and random unjudged ones presumed
+    non-relevant; the decision value of every document (similarity to the seed while
+    there is nothing to contrast)."""
+    from scipy import sparse
+
+    unjudged = np.flatnonzero(open_)
+    negatives = rng.choice(unjudged, size=min(CAL_NEGATIVES, len(unjudged)), replace=False)
+    X = sparse.vstack([seed_doc, docs[list(judged)], docs[negatives]]).tocsr()
+    y = np.concatenate([[1], [int(bool(known[i])) for i in judged],
+                        np.zeros(len(negatives), dtype=int)])
+    if y.min() == y.max():  # only the seed and nothing to contrast: score by similarity
+        return np.asarray((docs @ seed_doc.T).todense()).ravel()
+    return _fit(X, y).decision_function(docs)
+
+
+def _cal(rankings, n_items, known, texts, statement, sources, with_ranks: bool,
+         seed: int) -> Iterator[int]:
+    docs, seed_doc = _cal_docs(rankings, n_items, texts, statement, sources, with_ranks)
     rng = np.random.default_rng(seed)
     open_ = np.ones(n_items, dtype=bool)
     for item in known:
@@ -361,15 +405,7 @@ def _cal(rankings, n_items, known, texts, statement, sources, with_ranks: bool,
         if not open_.any():
             return
         judged = [i for i in range(n_items) if not open_[i] and known.get(i) is not None]
-        unjudged = np.flatnonzero(open_)
-        negatives = rng.choice(unjudged, size=min(CAL_NEGATIVES, len(unjudged)), replace=False)
-        X = sparse.vstack([seed_doc, docs[judged], docs[negatives]]).tocsr()
-        y = np.concatenate([[1], [int(bool(known[i])) for i in judged],
-                            np.zeros(len(negatives), dtype=int)])
-        if y.min() == y.max():  # only the seed and nothing to contrast: score by similarity
-            scores = np.asarray((docs @ seed_doc.T).todense()).ravel()
-        else:
-            scores = _fit(X, y).decision_function(docs)
+        scores = _cal_scores(docs, seed_doc, known, judged, open_, rng)
         batch = _ranked(scores, open_)[:size]
         for item in batch:
             item = int(item)
@@ -402,3 +438,47 @@ def learned_order(
         return _cal(rankings, n_items, known, texts, statement, sources, order == "cal",
                     seed)
     raise ValueError(f"learned order must be one of {', '.join(LEARNED_ORDERS)}, not {order!r}")
+
+
+def learned_ranking(
+    order: str,
+    rankings: Sequence[Sequence[int]],
+    n_items: int,
+    known: Mapping[int, bool],
+    *,
+    sources: Sequence[str] | None = None,
+    texts: Sequence[str] | None = None,
+    statement: str = "",
+    seed: int = 0,
+) -> np.ndarray:
+    """One fit of ``order`` (:data:`REFIT_ORDERS`) on the judgments ``known``, as a
+    ranking of every item (0-based positions, best first) for a live queue, which hands
+    items out from it until the next fit: the items not in ``known`` by the fitted
+    model's score (``al-rank``: every :data:`EXPLORE_EVERY`-th by the fusion prior,
+    counting the judged items as taken), then the items in ``known`` by the same scores
+    (a task with K > 1 may still owe them judgments).
+
+    It is the first batch of :func:`learned_order` drawn out to the whole topic, with one
+    difference for ``al-rank``: only the topic's own model (there is no model pooled
+    across topics)."""
+    if order not in REFIT_ORDERS:
+        raise ValueError(f"a refitted order must be one of {', '.join(REFIT_ORDERS)}, "
+                         f"not {order!r}")
+    open_ = np.ones(n_items, dtype=bool)
+    for item in known:
+        open_[item] = False
+    judged = [i for i in sorted(known) if known[i] is not None]
+    if order == "al-rank":
+        pooled, per_ranking = rank_features(rankings, n_items, sources)
+        scores = _al_rank_scores(pooled, np.hstack([pooled, per_ranking]), known, judged,
+                                 None)
+        first = _explored(scores, pooled[:, 0], open_, int(open_.sum()), len(known))
+    else:
+        docs, seed_doc = _cal_docs(rankings, n_items, texts, statement, sources,
+                                   order == "cal")
+        scores = (_cal_scores(docs, seed_doc, known, judged, open_,
+                              np.random.default_rng(seed))
+                  if open_.any() else np.zeros(n_items))
+        first = list(_ranked(scores, open_))
+    rest = _ranked(scores, ~open_) if n_items else np.zeros(0, np.int64)
+    return np.concatenate([np.asarray(first, dtype=np.int64), rest]).astype(np.int64)

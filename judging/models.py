@@ -15,6 +15,8 @@ can ever go to more than K assessors nor twice to the same one, whatever the con
 from django.db import models
 from django.db.models import Q
 
+from jobs.models import LeasedJob
+
 NO_INTENT = ""
 #: The assessor of the labels read from a qrels file (``import_qrels``): one judgment per
 #: line, nobody named.
@@ -123,6 +125,9 @@ class JudgingTask(models.Model):
     ORDER_BANDIT = "bandit"
     ORDER_BANDIT_DISCOUNTED = "bandit-discounted"
     ORDER_HEDGE = "hedge"
+    ORDER_AL_RANK = "al-rank"
+    ORDER_CAL_TEXT = "cal-text"
+    ORDER_CAL = "cal"
     ORDER_CHOICES = [
         (ORDER_POOL, "the pool's order"),
         (ORDER_MTF, "move-to-front over the contributing rankings"),
@@ -130,6 +135,12 @@ class JudgingTask(models.Model):
         (ORDER_BANDIT_DISCOUNTED, "Bayesian bandit with discounted evidence (this "
                                   "project's variant) over the contributing rankings"),
         (ORDER_HEDGE, "Hedge (Aslam, Pavlu & Savell 2003) over the contributing rankings"),
+        (ORDER_AL_RANK, "active learning over rank features (logistic regression, refitted "
+                        "in the background)"),
+        (ORDER_CAL_TEXT, "continuous active learning over document text (AutoTAR, refitted "
+                         "in the background)"),
+        (ORDER_CAL, "continuous active learning over text and rank features (refitted in "
+                    "the background)"),
     ]
 
     name = models.CharField(max_length=100, unique=True)
@@ -200,6 +211,31 @@ class TaskTopic(models.Model):
             models.UniqueConstraint(fields=["task", "topic_id"], name="uniq_task_topic"),
         ]
         ordering = ["task", "topic_id"]
+
+
+class TopicRefit(LeasedJob):
+    """The model of a learned order (``al-rank``, ``cal-text``, ``cal``) for one topic of a
+    task, refitted in the background: a leased job (:mod:`jobs.leases`) whose result is
+    ``ranking``, the topic's items as packed int32 0-based pool positions, best first
+    (empty until the first fit: the queue then goes in pool order). The queue only reads
+    it. ``queued_done`` is the topic's count of done slots when the fit was last queued
+    (the queue queues the next one once enough judgments came in, see
+    :mod:`judging.services.refits`); ``fitted_done`` and ``fitted_labels`` the done slots
+    and the judged items the last fit read; ``sources`` says "user" or "system" for each
+    contributing ranking of the topic (a rank feature)."""
+
+    task_topic = models.OneToOneField(TaskTopic, on_delete=models.CASCADE,
+                                      related_name="refit")
+    sources = models.JSONField(default=list)
+    queued_done = models.PositiveIntegerField(default=0)
+    fitted_done = models.PositiveIntegerField(default=0)
+    fitted_labels = models.PositiveIntegerField(default=0)
+    ranking = models.BinaryField(default=b"")
+    fitted = models.DateTimeField(null=True, blank=True)
+    fits = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        indexes = [models.Index(fields=["status", "lease_expires"], name="refit_status")]
 
 
 class JudgingItem(models.Model):

@@ -12,7 +12,7 @@ from django.utils import timezone
 from common import sql
 
 from ..models import (ASSESSOR_TABLE, LABEL_TABLE, SLOT_TABLE, TOPIC_TABLE,
-                     JudgingSlot, JudgingTask, Label, TaskTopic)
+                     JudgingSlot, JudgingTask, Label, TaskTopic, TopicRefit)
 
 
 # MTurk appends the worker, HIT and assignment ids (Prolific's placeholders: the crowd's)
@@ -452,3 +452,25 @@ def task_agreement(task: JudgingTask) -> list[dict]:
     for a, t, i, d, g in rows.iterator(chunk_size=10000):
         grades[a][(t, i, d)] = g
     return pairwise_agreement(grades)
+
+
+def refit_job_list() -> list[dict]:
+    """The refits of learned orders (:mod:`judging.services.refits`) that are queued,
+    running or failed, as jobs (a task has one per topic: the done ones, most of them,
+    are left out), newest task first."""
+    rows = (TopicRefit.objects.exclude(status="done")
+            .select_related("task_topic__task")
+            .order_by("-task_topic__task__created", "task_topic__topic_id"))
+    return [{
+        "id": r.id,
+        "task": r.task_topic.task.name,
+        "topic": r.task_topic.topic_id,
+        "order": r.task_topic.task.order,
+        "state": r.status,
+        "fits": r.fits,
+        "fitted_labels": r.fitted_labels,
+        "holder": r.holder,
+        "expires": r.lease_expires,
+        "attempts": r.attempts,
+        "error": r.error,
+    } for r in rows.defer("ranking")]

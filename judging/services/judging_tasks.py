@@ -10,9 +10,10 @@ from common.fileio import clean_name
 
 from common import sql
 from ..models import ITEM_TABLE, SLOT_TABLE
-from .. import priority, stopping
+from .. import learned, priority, stopping
 from ..models import NO_INTENT, JudgingItem, JudgingSlot, JudgingTask, JudgmentSet, TaskTopic
 from .imports import rows_insert
+from .refits import refits_create
 
 MAX_REDUNDANCY = 50
 
@@ -166,7 +167,9 @@ def judging_task_create(
     if not 1 <= redundancy <= MAX_REDUNDANCY:
         raise ValueError(f"redundancy must be between 1 and {MAX_REDUNDANCY}")
 
-    rankings = _task_rankings(pool, docs_by_topic) if order in priority.ADAPTIVE_ORDERS else {}
+    sources: dict[str, list[str]] = {}
+    rankings = (_task_rankings(pool, docs_by_topic, sources)
+                if order in priority.ADAPTIVE_ORDERS + learned.REFIT_ORDERS else {})
     with transaction.atomic():
         jset = JudgmentSet.objects.create(name=name, source=JudgmentSet.SOURCE_TASK,
                                           topic_set=pool.topic_set, format=mode)
@@ -186,6 +189,8 @@ def judging_task_create(
             (task.pk, topic_id, docid, pos)
             for topic_id, docs in docs_by_topic.items() for pos, docid in enumerate(docs, 1)))
         slots_create(task, redundancy, users if mode == JudgingTask.MODE_USER else None)
+        if order in learned.REFIT_ORDERS:
+            refits_create(task, sources)
     return task
 
 
@@ -211,13 +216,14 @@ def slots_create(task: JudgingTask, k: int, users: dict[str, list[str]] | None =
                        f"AND topic_id IN ({sql.placeholders(part)})", [task.pk, n, *part])
 
 
-def _task_rankings(pool, docs_by_topic: dict[str, list[str]]):
+def _task_rankings(pool, docs_by_topic: dict[str, list[str]], sources: dict | None = None):
     """``{topic: (concatenated 0-based item positions, offsets)}`` of the contributing
-    rankings, each cut at the pool depth and kept to the task's documents."""
+    rankings, each cut at the pool depth and kept to the task's documents. ``sources``,
+    when given, receives "user" or "system" per ranking of each topic."""
     from ..selectors import pool_contributing_rankings
 
     out = {}
-    for topic_id, rankings in pool_contributing_rankings(pool).items():
+    for topic_id, rankings in pool_contributing_rankings(pool, sources).items():
         n = len(docs_by_topic.get(topic_id, ()))
         if not n:
             continue

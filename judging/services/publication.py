@@ -13,12 +13,15 @@ from .queue import QueueError, check_assessor
 
 def judging_task_collection_set(task: JudgingTask, collection_name: str) -> JudgingTask:
     """Read the task's documents from this collection (a pool built from imported runs
-    names none)."""
+    names none). A learned text order's failed refits (no text) are queued again."""
     from retrieval.selectors import collection_get
+
+    from .refits import refits_requeue_failed
 
     collection = collection_get(collection_name)
     with transaction.atomic():
         JudgingTask.objects.filter(pk=task.pk).update(collection=collection)
+        refits_requeue_failed(task)
     task.collection = collection
     return task
 

@@ -1,5 +1,5 @@
 """A result commits only while its claim holds the lease: for each kind of job (retrieval
-chunk, pool build, analysis, upload), a claim whose lease ran out and was taken by the
+chunk, pool build, refit of a learned judging order, analysis, upload), a claim whose lease ran out and was taken by the
 next attempt discards its result; the unit stays with the claim that holds it now.
 
 The takeover is the one a threads-pool worker meets: the same process (same ``host:pid``
@@ -100,6 +100,21 @@ def test_a_pool_build_taken_over_discards_its_topics(tmp_path, monkeypatch):
     monkeypatch.setattr(services.pool_maths, "pool_compute", compute)
     assert services.pool_build(pool.pk).status == "running"
     assert not PoolTopic.objects.filter(pool=pool).exists()
+
+
+def test_a_refit_taken_over_discards_its_ranking(tmp_path):
+    from judging import services
+    from judging.models import TopicRefit
+    from judging.services import refits
+    from tests.judging.conftest import make_pool
+
+    pool = make_pool(tmp_path, topics=("1",), docs=4)
+    task = services.judging_task_create(pool=pool, name="t", mode="topic", order="al-rank")
+    refit = TopicRefit.objects.get(task_topic__task=task)
+    taken = []
+    refits.topic_refit(refit.pk, fitted=lambda: taken.append(_take_over(TopicRefit, refit.pk)))
+    row = _still_held_by_the_second_claim(TopicRefit, refit.pk, taken[0])
+    assert bytes(row.ranking) == b"" and row.fits == 0 and row.fitted is None
 
 
 def test_an_analysis_taken_over_discards_its_result():

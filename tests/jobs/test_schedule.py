@@ -51,7 +51,7 @@ def test_each_scheduled_entry_names_a_task_and_expires_after_its_interval():
 def test_every_kind_of_job_is_registered_with_a_task_that_exists():
     _tasks_loaded()
     kinds = {k.name: k for k in registry.kinds()}
-    assert list(kinds) == ["chunk", "pool", "analysis", "upload"]
+    assert list(kinds) == ["chunk", "pool", "refit", "analysis", "upload"]
     for kind in kinds.values():
         assert kind.task in app.tasks, kind.task
     with pytest.raises(LookupError, match="no job kind 'nope'"):
@@ -89,4 +89,4 @@ def test_recover_records_its_pass(django_capture_on_commit_callbacks):
     assert (record.origin, record.error) == ("command", "")
     assert record.finished >= record.started
     assert record.counts == {k: {"requeued": 0, "failed": 0, "woken": 0}
-                             for k in ("chunks", "pools", "analyses", "uploads")}
+                             for k in ("chunks", "pools", "refits", "analyses", "uploads")}

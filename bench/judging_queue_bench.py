@@ -16,7 +16,12 @@ building a real 1M-document pool is the pooling bench's business. Then ``--procs
 assessor processes (default 1 and 8) each lease and judge ``--batches`` batches; every
 call is timed. A second, adaptive task (``--adaptive-topics`` topics x 10,000 items, 100
 contributing rankings of depth 1,000 per topic, order mtf) times ``batch_lease`` when the
-order is replayed from the judgments.
+order is replayed from the judgments. A third, learned task (``--learned-order``, default
+``al-rank``; ``none`` leaves it out) of the same shape times ``batch_lease`` when the order
+is a model refitted in the background: a real Celery worker (``celery -A config worker``
+on the embedded filesystem broker in a scratch ``DATA_DIR``) makes the first fit of every
+topic before the timing starts and refits each topic while the assessors judge, as the
+queue queues the refits; the assessors' requests only read the stored rankings.
 
     .venv/bin/python bench/judging_queue_bench.py [--items-per-topic 10000] [--reuse]
 
@@ -47,6 +52,7 @@ DB = "qv_judging_bench"
 SERVICE_ENV = {"DEBUG": "0", "HTTPS": "0", "ALLOWED_HOSTS": "127.0.0.1", "LOG_LEVEL": "WARNING",
                "SECRET_KEY": os.environ.get("SECRET_KEY") or secrets.token_urlsafe(32)}
 PG = "postgres://postgres@127.0.0.1:5432"
+REFIT_ORDERS = ("al-rank", "cal-text", "cal")  # judging.learned.REFIT_ORDERS
 
 
 def _url(db: str) -> str:
@@ -115,6 +121,10 @@ def _make_task(name: str, topics: int, per_topic: int, k: int, order: str,
             (task.pk, f"T{t:03d}", f"T{t:03d}-doc{p:07d}", p)
             for t in range(topics) for p in range(1, per_topic + 1)))
         slots_create(task, k)
+        if order in REFIT_ORDERS:
+            from judging.services.refits import refits_create
+
+            refits_create(task, {})  # woken on commit: the worker makes the first fits
     from django.db import connection
 
     with connection.cursor() as cur:
@@ -196,6 +206,43 @@ def _run_assessors(db: str, task: str, peer_task: str | None, procs: int, batche
     return merged
 
 
+def _start_refit_worker(db: str, data_dir: str, log: Path) -> subprocess.Popen:
+    """A Celery worker (one thread) on the embedded broker in ``data_dir``: it takes the
+    refit wake-ups the learned task's queue sends."""
+    env = {**os.environ, **SERVICE_ENV, "DATABASE_URL": _url(db), "DATA_DIR": data_dir,
+           "LOG_LEVEL": "INFO"}
+    return subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "config", "worker", "-P", "threads", "-c", "1",
+         "--without-gossip", "--without-mingle", "--loglevel", "INFO"],
+        env=env, cwd=ROOT, stdout=log.open("w"), stderr=subprocess.STDOUT,
+        start_new_session=True)
+
+
+def _wait_fitted(task_name: str, proc: subprocess.Popen, timeout: float = 600) -> float:
+    """Wait until every topic of the task has a stored ranking; the seconds it took."""
+    from judging.models import TopicRefit
+
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < timeout:
+        if proc.poll() is not None:
+            raise RuntimeError("the refit worker exited")
+        rows = TopicRefit.objects.filter(task_topic__task__name=task_name)
+        if not rows.filter(fits=0).exists():
+            return time.perf_counter() - t0
+        time.sleep(0.5)
+    raise RuntimeError(f"the refits of {task_name} were not done within {timeout:.0f} s")
+
+
+def _refits(task_name: str) -> dict:
+    from django.db.models import Count, Sum
+
+    from judging.models import TopicRefit
+
+    rows = TopicRefit.objects.filter(task_topic__task__name=task_name)
+    return {"fits": rows.aggregate(n=Sum("fits"))["n"],
+            "by_status": dict(rows.values_list("status").annotate(n=Count("id")))}
+
+
 def _summary(ms: list[float]) -> dict:
     if not ms:
         return {}
@@ -231,6 +278,9 @@ def main() -> None:
     ap.add_argument("--k", type=int, default=3)
     ap.add_argument("--procs", default="1,8")
     ap.add_argument("--adaptive-topics", type=int, default=5)
+    ap.add_argument("--learned-order", default="al-rank", choices=["al-rank", "none"],
+                    help="the learned order timed (none: leave it out; the text orders need "
+                         "an indexed collection, which this bench does not build)")
     ap.add_argument("--reuse", action="store_true")
     ap.add_argument("--database", default=DB, help="scratch database (dropped and recreated)")
     args = ap.parse_args()
@@ -238,6 +288,11 @@ def main() -> None:
         return worker(args)
 
     started = time.perf_counter()
+    # a scratch DATA_DIR: its embedded broker carries the learned task's refit wake-ups
+    # from this process and the assessors to the refit worker
+    import tempfile
+
+    data_dir = os.environ["DATA_DIR"] = tempfile.mkdtemp(prefix="judging-bench-")
     if not args.reuse:
         _recreate_database(args.database)
     _setup_django(args.database, migrate=not args.reuse)
@@ -245,9 +300,11 @@ def main() -> None:
 
     made = {}
     if not args.reuse:
-        for name, topics, order, rankings, k in (
-                ("big", args.topics, "pool", 0, args.k), ("peer", args.topics, "pool", 0, 1),
-                ("adaptive", args.adaptive_topics, "mtf", 100, args.k)):
+        tasks = [("big", args.topics, "pool", 0, args.k), ("peer", args.topics, "pool", 0, 1),
+                 ("adaptive", args.adaptive_topics, "mtf", 100, args.k)]
+        if args.learned_order != "none":
+            tasks.append(("learned", args.adaptive_topics, args.learned_order, 100, args.k))
+        for name, topics, order, rankings, k in tasks:
             t0 = time.perf_counter()
             _make_task(name, topics, args.items_per_topic, k, order,
                        rankings=rankings, depth=min(1000, args.items_per_topic))
@@ -255,11 +312,22 @@ def main() -> None:
     big = JudgingTask.objects.get(name="big")
     result = {"items": big.items_count, "k": big.redundancy, "batch": big.batch,
               "setup_seconds": made, "runs": []}
+    learned = JudgingTask.objects.filter(name="learned").first()
+    refitter = None
+    if learned is not None:
+        out = ROOT / "bench" / "out"
+        out.mkdir(parents=True, exist_ok=True)
+        refitter = _start_refit_worker(args.database, data_dir,
+                                       out / "judging_queue_bench_worker.log")
+        result["learned_order"] = learned.order
+        result["first_fits_seconds"] = round(_wait_fitted("learned", refitter), 1)
     for procs in [int(p) for p in args.procs.split(",")]:
         tag = f"p{procs}-{int(time.time())}"
         r = _run_assessors(args.database, "big", "peer", procs, args.batches, tag)
         ra = _run_assessors(args.database, "adaptive", None, procs, max(5, args.batches // 3),
                             tag)
+        rl = (_run_assessors(args.database, "learned", None, procs, max(5, args.batches // 3),
+                             tag) if learned is not None else None)
         run = {
             "procs": procs,
             "batch_lease": _summary(r["lease_ms"]),
@@ -267,6 +335,8 @@ def main() -> None:
             "peer_skip_locked_claim": _summary(r["peer_ms"]),
             "batch_lease_mtf": _summary(ra["lease_ms"]),
         }
+        if rl is not None:
+            run[f"batch_lease_{learned.order}"] = _summary(rl["lease_ms"])
         if r["peer_ms"]:
             run["ratio_p95_lease_vs_peer"] = run["batch_lease"]["p95"] / run[
                 "peer_skip_locked_claim"]["p95"]
@@ -274,6 +344,12 @@ def main() -> None:
         print(json.dumps(run), flush=True)
     result["check"] = _check("big")
     result["check_adaptive"] = _check("adaptive")
+    if learned is not None:
+        time.sleep(2)  # the last refits queued
+        result["check_learned"] = _check("learned")
+        result["refits_learned"] = _refits("learned")
+        os.killpg(refitter.pid, 15)
+        refitter.wait(timeout=60)
     result["seconds"] = round(time.perf_counter() - started, 1)
     out = ROOT / "bench" / "out"
     out.mkdir(parents=True, exist_ok=True)

@@ -17,7 +17,8 @@ ledger (:mod:`jobs.leases`, kind ``refit``):
   job, reads the topic's judgments (an item is relevant when the majority of its
   assessors gave some intent a grade above 0, as in the adaptive orders), fits, and
   stores the ranking with the done mark in one transaction, only while its lease is
-  held; a fit whose lease was taken over is discarded.
+  held; a fit whose lease was taken over is discarded. It computes with one BLAS thread,
+  so a fit never takes every core from the processes that answer assessors.
 
 A lost wake-up or a dead worker is the reconciler's (``jobs``) to repair, as for every
 other kind of job. A revision does not move the done count, so it is read at the next
@@ -33,6 +34,7 @@ import numpy as np
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
+from threadpoolctl import threadpool_limits
 
 from jobs import leases, registry
 from .. import learned
@@ -40,8 +42,8 @@ from ..models import JudgingTask, Label, TaskTopic, TopicRefit
 
 log = logging.getLogger(__name__)
 
-#: the fewest new done slots of a topic that queue a refit
-REFIT_EVERY = 5
+#: the fewest new done slots of a topic that queue a refit (a batch's worth, by default)
+REFIT_EVERY = 10
 #: a refit is also due once the done slots grew by this share since the last one queued
 REFIT_GROWTH = 0.1
 #: the seed of the random negatives of the text orders (one fit is then a function of
@@ -179,10 +181,12 @@ def topic_refit(refit_id: int, *, retry_on: tuple[type[BaseException], ...] = ()
             if task.order in learned.TEXT_ORDERS:
                 texts, statement = _topic_texts(task, tt.topic_id, tt.size)
                 extra = {"texts": texts, "statement": statement}
-            ranking = learned.learned_ranking(
-                task.order, rankings, tt.size, known,
-                sources=(refit.sources if len(refit.sources) == len(rankings) else None),
-                seed=REFIT_SEED, **extra)
+            # one BLAS thread: the fit shares the machine with the assessors' requests
+            with threadpool_limits(limits=1, user_api="blas"):
+                ranking = learned.learned_ranking(
+                    task.order, rankings, tt.size, known,
+                    sources=(refit.sources if len(refit.sources) == len(rankings) else None),
+                    seed=REFIT_SEED, **extra)
             if fitted is not None:
                 fitted()
             with transaction.atomic():

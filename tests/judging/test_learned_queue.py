@@ -135,7 +135,7 @@ def test_the_worker_fits_from_the_judgments_and_the_queue_follows(tmp_path, woke
 
 def test_judgments_queue_the_next_fit_and_the_request_never_fits(
         tmp_path, woken, monkeypatch, django_capture_on_commit_callbacks):
-    pool = make_pool(tmp_path, topics=("1",), docs=12)
+    pool = make_pool(tmp_path, topics=("1",), docs=2 * refits.REFIT_EVERY + 2)
     t = task(pool, redundancy=1, batch=refits.REFIT_EVERY)
     pk = refit_of(t, "1").pk
     refits.topic_refit(pk)
@@ -153,7 +153,7 @@ def test_judgments_queue_the_next_fit_and_the_request_never_fits(
         submit(t, "a", item, n % 2, f"k{n}")
     with django_capture_on_commit_callbacks(execute=True):
         assert services.batch_lease(t, "a")  # the live batch (one item left)
-    assert woken == [] and refit_of(t, "1").status == "done"  # 4 new: not due yet
+    assert woken == [] and refit_of(t, "1").status == "done"  # one short: not due yet
     submit(t, "a", batch[-1], 1, "last")
     with django_capture_on_commit_callbacks(execute=True):
         nxt = services.batch_lease(t, "a")

@@ -27,6 +27,11 @@ assessors. Writes ``bench/out/judging_load.json``.
 
 Everything targets 127.0.0.1; every loop is bounded in count and the run in time. The
 scratch database (default ``qv_judging_load``) is dropped and recreated on each run.
+
+``--order al-rank`` makes the task a learned order (100 contributing rankings per topic, as
+the queue bench's adaptive task) and starts a Celery worker on the embedded broker of a
+scratch ``DATA_DIR``: it makes every topic's first fit before the clients start and
+refits topics while they judge; gunicorn only reads the stored rankings.
 """
 from __future__ import annotations
 
@@ -66,6 +71,9 @@ def parse_args(argv=None):
     p.add_argument("--docs-per-topic", type=int, default=200,
                    help="documents of each topic stored in the index")
     p.add_argument("--k", type=int, default=3)
+    p.add_argument("--order", default="pool", choices=["pool", "al-rank"],
+                   help="the task's order; al-rank: 100 contributing rankings per topic, "
+                        "its model refitted by a real Celery worker while the assessors judge")
     p.add_argument("--gunicorn-workers", type=int, default=4)
     p.add_argument("--port", type=int, default=8765)
     p.add_argument("--pg", default="postgres://postgres@127.0.0.1:5432")
@@ -94,7 +102,10 @@ def build(args, work: Path) -> None:
     from topics.models import Intent, Topic, TopicSet
 
     t0 = time.perf_counter()
-    _make_task("big", args.topics, args.items_per_topic, args.k, "pool")
+    learned = args.order != "pool"
+    _make_task("big", args.topics, args.items_per_topic, args.k, args.order,
+               rankings=100 if learned else 0,
+               depth=min(1000, args.items_per_topic) if learned else 0)
     made = time.perf_counter() - t0
     ts = TopicSet.objects.get(name="bench")
     topics = Topic.objects.bulk_create([
@@ -246,6 +257,9 @@ def main(argv=None) -> int:
     if not args.pg.startswith("postgres://postgres@127.0.0.1:"):
         raise SystemExit("the bench only targets PostgreSQL on 127.0.0.1")
     env = dict(os.environ)
+    # a scratch DATA_DIR: its embedded broker carries a learned order's refit wake-ups
+    # from gunicorn to the refit worker
+    env.update(DATA_DIR=tempfile.mkdtemp(prefix="judging-load-data-"))
     env.update(DATABASE_URL=f"{args.pg}/{args.database}", DEBUG="0", HTTPS="0",
                SECRET_KEY=secrets.token_urlsafe(32), ALLOWED_HOSTS=HOST, LOG_LEVEL="WARNING",
                DJANGO_SETTINGS_MODULE="config.settings")
@@ -277,7 +291,14 @@ def main(argv=None) -> int:
                 "--access-logformat", "%(m)s %(U)s %(s)s %(M)s"]
     proc = subprocess.Popen(gunicorn, cwd=ROOT, env=env, start_new_session=True)
     results = Results()
+    refitter = None
     try:
+        if JudgingTask.objects.get(name="big").order != "pool":
+            from judging_queue_bench import _refits, _start_refit_worker, _wait_fitted
+
+            refitter = _start_refit_worker(args.database, env["DATA_DIR"],
+                                           args.json.parent / "judging_load_worker.log")
+            setup["first_fits_seconds"] = round(_wait_fitted("big", refitter, 1800), 1)
         _wait_ready(args.port, proc)
         barrier = threading.Barrier(len(sessions) + 1)
         threads = [threading.Thread(target=assessor, daemon=True,
@@ -302,9 +323,14 @@ def main(argv=None) -> int:
             proc.wait(timeout=20)
         except subprocess.TimeoutExpired:
             proc.kill()
+        if refitter is not None:
+            setup["refits"] = _refits("big")
+            os.killpg(refitter.pid, 15)
+            refitter.wait(timeout=60)
     out = {
         "assessors": args.assessors, "seconds": round(wall, 1), "think_mean_s": args.think,
         "gunicorn_workers": args.gunicorn_workers, "items": args.topics * args.items_per_topic,
+        "order": JudgingTask.objects.get(name="big").order,
         "k": args.k, "setup": setup, "cpu_seconds": cpu,
         "next_item_ms": summary(results.next_ms), "submit_ms": summary(results.submit_ms),
         "repeat_submit_ms": summary(results.repeat_ms),

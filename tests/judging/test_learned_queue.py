@@ -229,10 +229,22 @@ def test_a_text_order_fits_the_documents_text_or_says_what_is_missing(
         "cal-text", [], 6, {}, texts=texts, statement="topic 1\nstatement 1").tolist()
 
 
-def test_orders_offered(small_pool, woken):
+def test_the_command_offers_the_learned_orders(small_pool, woken):
+    from django.core.management import call_command
+
     from judging.models import JudgingTask
 
     offered = [o for o, _ in JudgingTask.ORDER_CHOICES]
     assert set(learned.REFIT_ORDERS) <= set(offered)
+    for order in learned.REFIT_ORDERS:
+        call_command("create_judging_task", "--pool", "p", "--name", order, "--mode", "topic",
+                     "--order", order)
+        t = JudgingTask.objects.get(name=order)
+        assert t.order == order
+        assert TopicRefit.objects.filter(task_topic__task=t, status="queued").count() == 2
+    # hedge and the others have no refit job
+    call_command("create_judging_task", "--pool", "p", "--name", "h", "--mode", "topic",
+                 "--order", "hedge")
+    assert not TopicRefit.objects.filter(task_topic__task__name="h").exists()
     with pytest.raises(ValueError, match="a refitted order must be one of"):
         learned.learned_ranking("hedge", [], 0, {})

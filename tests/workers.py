@@ -19,8 +19,8 @@ The fixture ``celery_on_redis`` (every test has it; it brings ``transactional_db
     as the default queue (``transport_options`` apply to this process's sends). At teardown
     it stops every worker it started (``Worker.stop()``; ``kill()`` if disposable), deletes
     the queue and puts the app's broker, queue and options back. Redis dbs taken by test
-    files: 3 (retrieval), 4 (pooling), 9 (browser organiser), 12 (evaluation), 13 (demo),
-    15 (uploads).
+    files: 3 (retrieval), 4 (pooling), 7 (judging), 9 (browser organiser), 12 (evaluation),
+    13 (demo), 15 (uploads).
 
 ``CeleryBroker(url, queue_prefix, transport_options=None, log_dir=None)``
     The same as a context manager for any broker URL (the embedded broker:

@@ -4,10 +4,13 @@ with K and the one-slot-per-assessor rule as for every order; judgments queue th
 fit; the request never fits. Runs on PostgreSQL and SQLite."""
 from __future__ import annotations
 
+import io
+import json
 from datetime import timedelta
 
 import numpy as np
 import pytest
+from django.core.management import call_command
 from django.utils import timezone
 
 from jobs import leases
@@ -207,6 +210,15 @@ def test_a_text_order_fits_the_documents_text_or_says_what_is_missing(
         refits.topic_refit(pk)
     row = refit_of(t, "1")
     assert row.status == "failed" and "choose the collection" in row.error
+    # the jobs listing shows it (the refits not done)
+    out = io.StringIO()
+    call_command("jobs", "--json", stdout=out)
+    (listed,) = json.loads(out.getvalue())["refits"]
+    assert (listed["id"], listed["task"], listed["topic"], listed["order"], listed["state"]) \
+        == (pk, "t", "1", "cal-text", "failed")
+    out = io.StringIO()
+    call_command("jobs", stdout=out)
+    assert f"refit {pk} task t topic 1 (cal-text): failed, not fitted yet" in out.getvalue()
     # the queue goes on in pool order
     assert docids(services.batch_lease(t, "a")) == pool_order(pool, "1")[:3]
     # a collection with the documents' text: the failed fit is queued again, and fits
@@ -230,8 +242,6 @@ def test_a_text_order_fits_the_documents_text_or_says_what_is_missing(
 
 
 def test_the_command_offers_the_learned_orders(small_pool, woken):
-    from django.core.management import call_command
-
     from judging.models import JudgingTask
 
     offered = [o for o, _ in JudgingTask.ORDER_CHOICES]

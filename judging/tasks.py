@@ -18,7 +18,7 @@ class TopicRefitTask(Task):
     def on_failure(self, exc, task_id, args, kwargs, einfo):
         """Retries exhausted: fail the refit that waits for one (the service already
         failed it for any other error)."""
-        from .services.refits import refit_fail, refit_failure_message
+        from .services import refit_fail, refit_failure_message
 
         refit_id = args[0] if args else kwargs.get("refit_id")
         if refit_id is not None:
@@ -33,7 +33,7 @@ def topic_refit_task(self, refit_id: int) -> None:
     Database connection errors are retried with backoff; any other error marks the refit
     failed (the service records the message; the queue keeps the topic's last order).
     """
-    from .services.refits import topic_refit
+    from .services import topic_refit
 
     log.info("refitting %s (delivery %s)", refit_id, self.request.retries + 1)
     topic_refit(refit_id, retry_on=TRANSIENT)

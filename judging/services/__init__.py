@@ -36,9 +36,11 @@ Progress is read without scanning slots: each topic's count of done slots
 
 One module per job: :mod:`.imports` (judgment files), :mod:`.judging_tasks` (scales and task
 creation), :mod:`.queue` (leases and batches), :mod:`.adaptive` (the per-process replay of
-the adaptive orders), :mod:`.judgments` (submit and undo), :mod:`.topic_stop` (the stopping
-rule), :mod:`.publication` (the document collection, crowd publication, gold answers) and
-:mod:`.invites` (invite links that make someone an assessor of a task).
+the adaptive orders), :mod:`.refits` (the learned orders' models, refitted by a leased
+background job whose stored ranking the queue reads), :mod:`.judgments` (submit and undo),
+:mod:`.topic_stop` (the stopping rule), :mod:`.publication` (the document collection, crowd
+publication, gold answers) and :mod:`.invites` (invite links that make someone an assessor
+of a task).
 The names below are the app's write interface; import them from ``judging.services``.
 """
 from .adaptive import ADAPTIVE_CACHE_TOPICS
@@ -62,6 +64,7 @@ from .judging_tasks import MAX_REDUNDANCY, SCALES, judging_task_create, scale_gr
 from .judgments import judgment_submit, judgment_undo
 from .publication import gold_answer_submit, judging_task_collection_set, judging_task_publish
 from .queue import LeasedItem, LeaseLost, QueueError, batch_lease, leases_expire, leases_release
+from .refits import refit_fail, refit_failure_message, topic_refit
 from .topic_stop import judging_task_stop_rule_set, topic_resume, topic_stop_check
 
 __all__ = [
@@ -71,5 +74,6 @@ __all__ = [
     "batch_lease", "gold_answer_submit", "judging_task_collection_set", "judging_task_create",
     "judging_task_publish", "judging_task_stop_rule_set", "judgment_set_delete",
     "judgment_submit", "judgment_undo", "judgments_import", "leases_expire", "leases_release",
-    "qrels_import", "scale_grades", "topic_resume", "topic_stop_check",
+    "qrels_import", "refit_fail", "refit_failure_message", "scale_grades", "topic_refit",
+    "topic_resume", "topic_stop_check",
 ]

@@ -211,15 +211,19 @@ def _start_refit_worker(db: str, data_dir: str, log: Path) -> subprocess.Popen:
     refit wake-ups the learned task's queue sends."""
     env = {**os.environ, **SERVICE_ENV, "DATABASE_URL": _url(db), "DATA_DIR": data_dir,
            "LOG_LEVEL": "INFO"}
-    return subprocess.Popen(
+    proc = subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "config", "worker", "-P", "threads", "-c", "1",
          "--without-gossip", "--without-mingle", "--loglevel", "INFO"],
         env=env, cwd=ROOT, stdout=log.open("w"), stderr=subprocess.STDOUT,
         start_new_session=True)
+    proc.log_path = log
+    return proc
 
 
 def _wait_fitted(task_name: str, proc: subprocess.Popen, timeout: float = 600) -> float:
-    """Wait until every topic of the task has a stored ranking; the seconds it took."""
+    """Wait until every topic of the task has a stored ranking and the worker has started
+    (said "ready" and had time for the reconciliation a start sends), so that its start
+    is not timed with the assessors; the seconds it took."""
     from judging.models import TopicRefit
 
     t0 = time.perf_counter()
@@ -227,7 +231,9 @@ def _wait_fitted(task_name: str, proc: subprocess.Popen, timeout: float = 600) -
         if proc.poll() is not None:
             raise RuntimeError("the refit worker exited")
         rows = TopicRefit.objects.filter(task_topic__task__name=task_name)
-        if not rows.filter(fits=0).exists():
+        ready = " ready." in Path(proc.log_path).read_text(errors="replace")
+        if ready and not rows.filter(fits=0).exists():
+            time.sleep(5)
             return time.perf_counter() - t0
         time.sleep(0.5)
     raise RuntimeError(f"the refits of {task_name} were not done within {timeout:.0f} s")

@@ -1,6 +1,8 @@
 """The assignment queue: leases, an assessor's next batch, the claim of free slots."""
 from __future__ import annotations
 
+import itertools
+
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -182,7 +184,12 @@ def _claim(task: JudgingTask, topic: str, assessor: str, now: datetime) -> list[
     ranking = (refits.stored_ranking(task, topic, now=now)
                if task.order in learned.REFIT_ORDERS else None)
     if task.order in priority.ADAPTIVE_ORDERS:
-        chosen = _pick_ordered(task, topic, assessor, want, adaptive_order(task, topic))
+        # an adaptive order gives only items nobody has judged yet: with K > 1 the other
+        # slots of a judged item come first (as pool order fills an item's K slots before
+        # the next), or they would never be handed out and the task would never finish
+        chosen = _pick_ordered(task, topic, assessor, want, itertools.chain(
+            _judged_with_free_slots(task, topic, assessor, want),
+            adaptive_order(task, topic)))
     elif ranking is not None:  # a learned order once fitted: its stored ranking
         chosen = _pick_ordered(task, topic, assessor, want, (int(i) for i in ranking))
     else:  # pool order; a learned order before its first fit too
@@ -207,6 +214,19 @@ def _claim(task: JudgingTask, topic: str, assessor: str, now: datetime) -> list[
     if updated != len(chosen):  # only possible without row locks; the caller may retry
         raise QueueError("the queue changed while leasing; ask again")
     return chosen
+
+
+def _judged_with_free_slots(task: JudgingTask, topic: str, assessor: str, want: int
+                            ) -> list[int]:
+    """Up to ``want`` items (0-based positions, in pool order) that an assessor has
+    judged and that still have a slot free for this assessor; none when K = 1."""
+    if task.redundancy < 2:
+        return []
+    judged = JudgingSlot.objects.filter(task_id=task.pk, topic_id=topic,
+                                        state=JudgingSlot.DONE).values("item_id")
+    positions = (_free_for(task, topic, assessor).filter(item_id__in=judged)
+                 .order_by("position").values_list("position", flat=True).distinct())
+    return [p - 1 for p in positions[:want]]
 
 
 def _first_per_item(rows, want: int) -> list[int]:

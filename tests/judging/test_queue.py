@@ -193,3 +193,21 @@ def test_lease_and_submit_take_a_handful_of_queries(small_pool, django_assert_nu
         services.judgment_submit(t, "a", x.item_id, grades(), submit_key=f"k{x.item_id}")
     with django_assert_num_queries(2 + 6):  # the next batch, same topic
         assert len(services.batch_lease(t, "a")) == 3
+
+
+@pytest.mark.parametrize("order", ["mtf", "bandit", "bandit-discounted", "hedge"])
+def test_adaptive_orders_hand_out_every_slot_with_redundancy(small_pool, order):
+    # K = 2: once one assessor has judged an item, its second slot must still be handed
+    # out, or the task never finishes
+    t = task(small_pool, redundancy=2, batch=2, order=order, mode="topic")
+    for who in ("a", "b", "a", "b", "c"):
+        while batch := services.batch_lease(t, who):
+            for x in batch:
+                services.judgment_submit(t, who, x.item_id, {"": 1 if x.docid.endswith(("1", "2")) else 0},
+                                         submit_key=f"{who}{x.item_id}")
+    assert JudgingSlot.objects.filter(task=t).exclude(state=JudgingSlot.DONE).count() == 0
+    per_item = {}
+    for item_id, assessor in Label.objects.filter(judgment_set=t.judgment_set).values_list(
+            "item_id", "assessor"):
+        per_item.setdefault(item_id, set()).add(assessor)
+    assert len(per_item) == 12 and all(len(v) == 2 for v in per_item.values())

@@ -191,7 +191,8 @@ def _claim(task: JudgingTask, topic: str, assessor: str, now: datetime) -> list[
             _judged_with_free_slots(task, topic, assessor, want),
             adaptive_order(task, topic)))
     elif ranking is not None:  # a learned order once fitted: its stored ranking
-        chosen = _pick_ordered(task, topic, assessor, want, (int(i) for i in ranking))
+        chosen = _pick_ordered(task, topic, assessor, want, itertools.chain(
+            _judged_with_free_slots(task, topic, assessor, want), (int(i) for i in ranking)))
     else:  # pool order; a learned order before its first fit too
         # free slots in priority order, on items the assessor holds no slot of: NOT IN
         # their items of the topic (read once, hashed), not NOT EXISTS per slot, which

@@ -258,3 +258,22 @@ def test_the_command_offers_the_learned_orders(small_pool, woken):
     assert not TopicRefit.objects.filter(task_topic__task__name="h").exists()
     with pytest.raises(ValueError, match="a refitted order must be one of"):
         learned.learned_ranking("hedge", [], 0, {})
+
+
+def test_every_slot_is_handed_out_with_k_2(tmp_path, woken):
+    # a judged item's second slot comes before the ranking's next unjudged items
+    pool = make_pool(tmp_path, topics=("1",), docs=8)
+    t = task(pool)
+    stored = [5, 2, 7, 0, 1, 3, 4, 6]
+    TopicRefit.objects.filter(pk=refit_of(t, "1").pk).update(
+        status="done", ranking=np.asarray(stored, "<i4").tobytes())
+    docs = pool_order(pool, "1")
+    a = services.batch_lease(t, "a")
+    for n, item in enumerate(a):
+        submit(t, "a", item, 1, f"a{n}")
+    assert chosen(services.batch_lease(t, "b")) == picks(docs, stored[:3])
+    for who in ("b", "a", "b", "c"):
+        while batch := services.batch_lease(t, who):
+            for item in batch:
+                submit(t, who, item, 0, f"{who}-item{item.item_id}")
+    assert not JudgingSlot.objects.filter(task=t).exclude(state="done").exists()

@@ -197,6 +197,7 @@ def test_jobs_json_lists_runs_pools_analyses_and_uploads(run):
                       "progress": 0.5, "error": ""}],
         "uploads": [{"id": upload.id, "kind": "topics", "filename": "t.tsv", "state": "failed",
                      "progress": 0.0, "error": "t.tsv, line 3: empty topic id"}],
+        "refits": [],  # no judging task with a learned order here
     }
     _hold(_chunk(run), "elsewhere:77", expires_in=20)
     out = io.StringIO()

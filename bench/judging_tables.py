@@ -11,7 +11,12 @@ Data sets (built by ``--setup`` in the database the environment names; use a scr
 - CACM: pool ``cacm-combined`` that ``demo --from …/cacm --name cacm --topics 52
   --workers 5 --depth 100 --pool-depth 100`` builds (BM25 and SDM title runs as systems,
   five simulated users' variants as user rankings), judged by ``cacm.qrels``
-  (``cacm-qrels``). The text orders (cal-text, cal) run on CACM only.
+  (``cacm-qrels``). The text orders (cal-text, cal) run on CACM only;
+- CACM, 4 runs: pool ``cacm4``, depth 1000 over four title runs (bm25, bm25-okapi, qld,
+  sdm) retrieved from the demo's collection, exported and imported as system runs of the
+  topic set ``cacm4`` (query.text), judged by ``cacm.qrels`` with the leading zeros of its
+  topic ids dropped (``cacm4-qrels``). ``--setup`` starts a Celery worker of its own for
+  the retrieval and stops it after. No collection: rank orders only.
 
 Every cell is one ``simulate_judging --budget 100000 --stop RULE --json`` run (the first
 rule's run also has ``--tau``), tried every 10 judgments, in a subprocess with a time limit
@@ -23,7 +28,7 @@ Usage::
     export DATA_DIR=$(mktemp -d)        # a scratch SQLite database (unset DATABASE_URL)
     python manage.py migrate
     nice -n 10 python bench/judging_tables.py --setup
-    nice -n 10 python bench/judging_tables.py [--data web2011|cacm] [--orders hedge,al-rank]
+    nice -n 10 python bench/judging_tables.py [--data web2011|cacm|cacm-1000] [--orders hedge,al-rank]
 """
 from __future__ import annotations
 
@@ -43,8 +48,12 @@ RULES = ("recall:0.9:0.95", "recall:0.9:0.5", "knee")
 RANK_ORDERS = ("pool", "mtf", "bandit", "bandit-discounted", "hedge", "al-rank")
 DATA = {  # key: (label, pool, judgment set, orders)
     "web2011": ("Web 2011", "w", "web2011", RANK_ORDERS),
-    "cacm": ("CACM", "cacm-combined", "cacm-qrels", RANK_ORDERS + ("cal-text", "cal")),
+    "cacm": ("CACM, combined", "cacm-combined", "cacm-qrels", RANK_ORDERS + ("cal-text", "cal")),
+    "cacm-1000": ("CACM, 4 runs", "cacm4", "cacm4-qrels", RANK_ORDERS),
 }
+#: the four title runs of the depth-1000 CACM pool, retrieved from the collection the demo
+#: indexed, exported and imported as system runs of a topic set of their own
+CACM4_MODELS = ("bm25", "bm25-okapi", "qld", "sdm")
 WEB = SHARED / "trec-web-diversity" / "2011"
 SETUP = {
     "web2011": [
@@ -61,6 +70,22 @@ SETUP = {
     "cacm": [
         ["demo", "--from", str(SHARED / "small-corpora" / "cacm"), "--name", "cacm",
          "--topics", "52", "--workers", "5", "--depth", "100", "--pool-depth", "100"],
+    ],
+    "cacm-1000": [  # after "cacm", with a Celery worker running (--setup starts one)
+        *[["run_retrieval", "--topic-set", "cacm", "--collection", "cacm", "--model", m,
+           "--depth", "1000", "--source", "titles", "--wait", "--timeout", "900"]
+          for m in CACM4_MODELS],
+        *[["export_run", "--topic-set", "cacm", "--collection", "cacm", "--model", m,
+           "--source", "titles", "--out", str(OUT / f"cacm-{m}.run")] for m in CACM4_MODELS],
+        ["import_topics", str(SHARED / "small-corpora" / "cacm" / "query.text"), "--format",
+         "smart", "--topic-set", "cacm4"],
+        *[["import_run", str(OUT / f"cacm-{m}.run"), "--topic-set", "cacm4", "--tag", m]
+          for m in CACM4_MODELS],
+        ["build_pool", "--topic-set", "cacm4", "--sources", "systems", "--depth", "1000",
+         "--name", "cacm4"],
+        ["import_qrels", str(SHARED / "small-corpora" / "cacm" / "cacm.qrels"), "--format",
+         "adhoc", "--name", "cacm4-qrels", "--topic-set", "cacm4", "--id-map",
+         "strip-zeros"],
     ],
 }
 
@@ -149,7 +174,8 @@ def tau_cell(run: dict | None, measure: str, level: float) -> str:
                and r["AP" if measure == "MAP" else measure]["tau_b"] >= level - 1e-9
                for r in run["tau"]]
     if not any(reached):
-        return "never"
+        last = run["tau"][-1]["AP" if measure == "MAP" else measure]["tau_b"]
+        return "never" if last is None else f"never ({last:.2f} at 100%)"
     first, stays = reached.index(True), len(reached)
     while stays and reached[stays - 1]:
         stays -= 1
@@ -201,11 +227,20 @@ def main() -> None:
                         help="seconds one simulate_judging run may take (default 900)")
     parser.add_argument("--fresh", action="store_true", help="rerun cached outputs")
     a = parser.parse_args()
-    keys = a.data or sorted(DATA, reverse=True)
+    keys = a.data or list(DATA)
     if a.setup:
+        OUT.mkdir(parents=True, exist_ok=True)
         for key in keys:
-            for args in SETUP[key]:
-                print(manage(args).stdout.strip().splitlines()[-1], file=sys.stderr)
+            worker = (subprocess.Popen([sys.executable, "-m", "celery", "-A", "config",
+                                        "worker", "--concurrency", "2", "-l", "warning"],
+                                       cwd=ROOT) if key == "cacm-1000" else None)
+            try:
+                for args in SETUP[key]:
+                    print(manage(args).stdout.strip().splitlines()[-1], file=sys.stderr)
+            finally:
+                if worker is not None:
+                    worker.terminate()
+                    worker.wait()
         return
     OUT.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")

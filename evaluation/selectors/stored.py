@@ -43,11 +43,12 @@ def stored_runs(*, topic_set: str, tags: list[str] | None = None, collection: st
     return out
 
 
-def judgment_set_qrels(name: str, kind: str) -> Qrels:
+def judgment_set_qrels(name: str, kind: str, *, adhoc_intent: str | None = None) -> Qrels:
     """A stored judgment set as ad hoc or diversity qrels (each item's labels combined by
-    majority, as ``export_qrels`` does)."""
+    majority, as ``export_qrels`` does); ``adhoc_intent``: ad hoc qrels from that intent's
+    labels instead of the topic-level ones."""
     try:
-        lines = qrels_lines(judgment_set_get(name), kind)
+        lines = qrels_lines(judgment_set_get(name), kind, adhoc_intent=adhoc_intent)
     except ValueError as exc:
         raise InputError("--judgments", None, str(exc)) from None
     judgments: dict = {}

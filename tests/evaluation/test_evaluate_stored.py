@@ -50,3 +50,23 @@ def test_stored_errors(web2011):
         _evaluate("--topic-set", "web2011", "--tag", "fair", "--judgments", "other", "--measures", "AP")
     with pytest.raises(CommandError, match="stored runs need --topic-set"):
         _evaluate("--tag", "fair", "--judgments", "nist-adhoc", "--measures", "AP")
+
+
+def test_adhoc_from_one_intent_of_a_diversity_judgment_set(web2011, shared_data):
+    # NIST's qrels.adhoc.txt is intent 1 of qrels.diversity.txt: evaluating the stored
+    # per-intent labels with --adhoc-intent 1 equals evaluating the adhoc file
+    runs, qrels = web2011
+    judgments_import(shared_data / "trec-web-diversity" / "2011" / "qrels.diversity.txt",
+                     format="diversity", name="nist-diversity")
+    measures = "AP nDCG@20 P@10"
+    from_file = _evaluate("--run", str(runs / "fair.run"), "--qrels", str(qrels),
+                          "--measures", measures, "--complete")
+    stored = _evaluate("--run", str(runs / "fair.run"), "--judgments", "nist-diversity",
+                       "--adhoc-intent", "1", "--measures", measures, "--complete")
+    assert stored == from_file
+    with pytest.raises(CommandError, match="give --adhoc-intent I"):  # the option it names exists
+        _evaluate("--run", str(runs / "fair.run"), "--judgments", "nist-diversity",
+                  "--measures", "AP")
+    with pytest.raises(CommandError, match="--adhoc-intent: is only for --judgments"):
+        _evaluate("--run", str(runs / "fair.run"), "--qrels", str(qrels), "--adhoc-intent", "1",
+                  "--measures", "AP")

@@ -34,6 +34,10 @@ class Command(ManifestMixin, BaseCommand):
         parser.add_argument("--qrels-format", choices=("adhoc", "diversity"), default="adhoc",
                             help="adhoc: topic iteration docid grade; diversity: topic intent docid grade "
                                  "(for --judgments: which labels to use)")
+        parser.add_argument("--adhoc-intent", metavar="I",
+                            help="with --judgments and adhoc qrels: one intent's labels instead "
+                                 "of those made for the topic as a whole (NIST's qrels.adhoc.txt "
+                                 "is intent 1)")
         parser.add_argument("--measures", required=True,
                             help='space-separated names, e.g. "AP nDCG@20 P@10 RBP(p=0.8)"')
         parser.add_argument("--order", choices=ORDERS, default="trec_eval",
@@ -52,10 +56,14 @@ class Command(ManifestMixin, BaseCommand):
     def handle(self, *args, **o):
         try:
             specs = parse_measures(o["measures"])
+            if o["adhoc_intent"] is not None and (o["qrels"] or o["qrels_format"] != "adhoc"):
+                raise InputError("--adhoc-intent", None,
+                                 "is only for --judgments with adhoc qrels (--qrels-format adhoc)")
             if o["qrels"]:
                 qrels = read_qrels(o["qrels"], o["qrels_format"])
             else:
-                qrels = selectors.judgment_set_qrels(o["judgments"], o["qrels_format"])
+                qrels = selectors.judgment_set_qrels(o["judgments"], o["qrels_format"],
+                                                     adhoc_intent=o["adhoc_intent"])
             check_measures(specs, qrels.kind, bool(o["intent_probabilities"]))
             probs = read_intent_probabilities(o["intent_probabilities"]) if o["intent_probabilities"] else None
             runs = read_runs(o["run"]) if o["run"] and not (

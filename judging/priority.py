@@ -304,6 +304,15 @@ class AdaptiveReplay:
         return _run(state.copy(), known)
 
 
+def unpack_rankings(ranks: bytes, offsets: bytes) -> list[np.ndarray]:
+    """A task topic's contributing rankings (0-based item positions) from their stored
+    form: every ranking's positions packed one after another as little-endian int32, and
+    the int32 offsets where each starts (one more than there are rankings)."""
+    flat = np.frombuffer(bytes(ranks), dtype="<i4")
+    ends = np.frombuffer(bytes(offsets), dtype="<i4")
+    return [flat[ends[k]:ends[k + 1]] for k in range(len(ends) - 1)]
+
+
 def order_items(
     order: str,
     *,

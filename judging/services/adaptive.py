@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import threading
 
-import numpy as np
 from cachetools import LRUCache
 
 from common import sql
@@ -107,9 +106,7 @@ def _topic_replay(task: JudgingTask, topic: str) -> _TopicReplay:
     if entry is not None:
         return entry
     tt = TaskTopic.objects.only("size", "rankings", "offsets").get(task=task, topic_id=topic)
-    ranks = np.frombuffer(bytes(tt.rankings), dtype="<i4")
-    offsets = np.frombuffer(bytes(tt.offsets), dtype="<i4")
-    rankings = [ranks[offsets[k]:offsets[k + 1]] for k in range(len(offsets) - 1)]
+    rankings = priority.unpack_rankings(tt.rankings, tt.offsets)
     entry = _adaptive_cache[key] = _TopicReplay(task.order, rankings, tt.size)
     return entry
 

@@ -37,7 +37,7 @@ from django.utils import timezone
 from threadpoolctl import threadpool_limits
 
 from jobs import leases, registry
-from .. import learned
+from .. import learned, priority
 from ..models import JudgingTask, Label, TaskTopic, TopicRefit
 
 log = logging.getLogger(__name__)
@@ -174,9 +174,7 @@ def topic_refit(refit_id: int, *, retry_on: tuple[type[BaseException], ...] = ()
             done_now = TaskTopic.objects.filter(pk=tt.pk).values_list(
                 "slots_done", flat=True).get()
             known = topic_known(task, tt.topic_id)
-            ranks = np.frombuffer(bytes(tt.rankings), dtype="<i4")
-            offsets = np.frombuffer(bytes(tt.offsets), dtype="<i4")
-            rankings = [ranks[offsets[k]:offsets[k + 1]] for k in range(len(offsets) - 1)]
+            rankings = priority.unpack_rankings(tt.rankings, tt.offsets)
             extra = {}
             if task.order in learned.TEXT_ORDERS:
                 texts, statement = _topic_texts(task, tt.topic_id, tt.size)

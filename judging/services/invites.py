@@ -75,7 +75,9 @@ def invite_revoke(task: JudgingTask, invite_id: int) -> AssessorInvite:
     return invite
 
 
-def _open_invite(token: str, *, lock: bool = False) -> AssessorInvite:
+def invite_check(token: str, *, lock: bool = False) -> AssessorInvite:
+    """The open invite the token belongs to; :class:`InviteError` saying why not.
+    ``lock``: take its row lock (inside the caller's transaction)."""
     qs = AssessorInvite.objects.select_related("task")
     if lock:
         qs = qs.select_for_update()
@@ -96,11 +98,6 @@ def _open_invite(token: str, *, lock: bool = False) -> AssessorInvite:
     return invite
 
 
-def invite_check(token: str) -> AssessorInvite:
-    """The open invite the token belongs to; :class:`InviteError` saying why not."""
-    return _open_invite(token)
-
-
 def invite_accept(token: str, username: str, *, new_password: str | None = None
                   ) -> JudgingTask:
     """Use the invite: with ``new_password``, create the account ``username`` first (the
@@ -109,7 +106,7 @@ def invite_accept(token: str, username: str, *, new_password: str | None = None
     a link opened twice at once is used once."""
     User = get_user_model()
     with transaction.atomic():
-        invite = _open_invite(token, lock=True)
+        invite = invite_check(token, lock=True)
         if new_password is not None:
             if User.objects.filter(username=username).exists():
                 raise InviteError(f"the account name {username!r} is taken: choose another, "

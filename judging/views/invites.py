@@ -27,9 +27,23 @@ def _refused(request, message, status, task=None):
                   status=status)
 
 
+def _new_link_key(task_name: str) -> str:
+    return f"judging:new-invite:{task_name}"
+
+
+def new_invite_pop(request, task) -> dict | None:
+    """The invite link just made for ``task`` (``link``, ``expires``), taken out of the
+    session: the task's page shows it once, and a reload finds nothing."""
+    return request.session.pop(_new_link_key(task.name), None)
+
+
 @require_POST
 def manage_invite_new(request, name):
-    """A new invite link, shown once on the page this answers with."""
+    """Make an invite link, then redirect to the task's page, which shows it once.
+
+    POST, redirect, GET: reloading the page that shows the link makes no other invite.
+    The database keeps only the token's hash, so the link waits in the session (on the
+    server) until that page takes it out."""
     task = task_or_404(name)
     form = InviteForm(request.POST)
     if not form.is_valid():
@@ -40,8 +54,9 @@ def manage_invite_new(request, name):
     except services.InviteError as exc:
         return _refused(request, str(exc), exc.status, task)
     link = request.build_absolute_uri(reverse("judging:invite", kwargs={"token": token}))
-    return render(request, "judging/invite_created.html",
-                  {"task": task, "invite": invite, "link": link}, status=201)
+    request.session[_new_link_key(task.name)] = {
+        "link": link, "expires": f"{invite.expires:%Y-%m-%d %H:%M}"}
+    return redirect(reverse("judging:manage_task", kwargs={"name": name}) + "#invites")
 
 
 @require_POST

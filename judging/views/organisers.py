@@ -10,6 +10,7 @@ from common.webmessages import web_message
 
 from .. import analysis, labelfiles, selectors, services
 from ..forms import CollectionForm, InviteForm, PublishForm, StopRuleForm
+from .invites import new_invite_pop
 from .page import bar, may_judge, task_or_404
 
 
@@ -44,6 +45,7 @@ def manage_task(request, name):
         "recall": analysis.task_recall_estimates(task),
         "stop_form": StopRuleForm(initial={"rule": task.stop_rule}),
         "invites": selectors.task_invites(task), "invite_form": InviteForm(),
+        "new_invite": new_invite_pop(request, task),
     })
 
 

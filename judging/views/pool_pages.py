@@ -5,7 +5,8 @@ Qrels are judgment sets (an imported qrels file is one); these pages live here, 
 app that reads both pools and judgment sets, and hand the pooling analyses the judgments as
 plain records (:func:`judging.selectors.qrels_records`). ``config.urls`` mounts them with
 the pooling pages, under the same ``pooling`` names and addresses. A pool's menu of
-judgment sets lists only those of the pool's topic set.
+judgment sets lists only those of the pool's topic set, and the paper gallery's only those
+of the topic set chosen on it.
 """
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from pooling.views import (
     pool_or_404,
     render_with_figures,
 )
+from topics import selectors as topics_selectors
 
 from .. import selectors
 
@@ -106,7 +108,7 @@ def pool_detail(request, ref):
 class PaperFiguresForm(NameSelects):
     topic_set = forms.CharField(max_length=100)
     qrels = forms.ChoiceField(required=False, choices=(),
-                              help_text="judgments for Table 1 and Figure 3")
+                              help_text="judgments for Table 1 and Figure 3 (of the topic set)")
     depth = forms.IntegerField(min_value=1, initial=100, help_text="Table 1's pool depth")
     depths = forms.CharField(initial="10,20,50,100", max_length=100,
                              help_text="Figure 1's depths, one line each")
@@ -122,7 +124,20 @@ class PaperFiguresForm(NameSelects):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["qrels"].choices = _qrels_choices()
+        # The chosen topic set's judgment sets only, as a pool's menu; before a topic set
+        # is chosen (or while the name is unknown, which its own field refuses) there is
+        # nothing to narrow by, and every judgment set is listed.
+        topic_set, name = None, self.data.get("topic_set")
+        if name:
+            try:
+                topic_set = topics_selectors.topic_set_get(name)
+            except ValueError:
+                pass
+        self.fields["qrels"].choices = _qrels_choices(topic_set)
+        if topic_set is not None:
+            self.fields["qrels"].error_messages["invalid_choice"] = (
+                f"no judgment set %(value)r of topic set {topic_set.name!r}: choose one "
+                "of the list")
 
     def clean_depths(self):
         return int_list(self.cleaned_data["depths"])

@@ -4,6 +4,7 @@ expired, revoked or unknown link says so. Each new route is walked as every role
 anonymous, a crowd worker, an assessor and an organiser."""
 from __future__ import annotations
 
+import hashlib
 import re
 from datetime import timedelta
 
@@ -51,8 +52,10 @@ def _sent_to_sign_in(response) -> bool:
 
 def _make_link(client, task="task-a", days=7) -> str:
     response = client.post(f"/judging/manage/{task}/invites/", {"days": days})
-    assert response.status_code == 201, response.content
-    return re.search(r'id="invite-link" value="([^"]+)"', response.content.decode()).group(1)
+    assert response.status_code == 302, response.content
+    assert response["Location"] == f"/judging/manage/{task}/#invites"
+    page = client.get(response["Location"]).content.decode()
+    return re.search(r'id="invite-link" value="([^"]+)"', page).group(1)
 
 
 def test_only_organisers_make_and_revoke_invites(fx):
@@ -88,6 +91,28 @@ def test_only_organisers_make_and_revoke_invites(fx):
     assert bad.status_code == 400 and "days" in bad.content.decode()
     published = organiser.post("/judging/manage/task-c/invites/", {"days": 7})
     assert published.status_code == 400 and "published to crowd workers" in published.content.decode()
+
+
+def test_reloading_after_making_an_invite_makes_no_other(fx):
+    """Making an invite is a POST that redirects to the task's page, which shows the new
+    link once: reloading that page (a GET) neither makes another invite nor shows the
+    link again; the link is kept in the session only until it is shown."""
+    organiser = fx["clients"]["organiser"]
+    made = organiser.post("/judging/manage/task-a/invites/", {"days": 7})
+    assert made.status_code == 302 and made["Location"] == "/judging/manage/task-a/#invites"
+    assert AssessorInvite.objects.count() == 1
+    shown = organiser.get(made["Location"]).content.decode()
+    link = re.search(r'id="invite-link" value="([^"]+)"', shown).group(1)
+    token = link.rstrip("/").rsplit("/", 1)[1]
+    assert AssessorInvite.objects.get().token_hash == hashlib.sha256(token.encode()).hexdigest()
+    reloaded = organiser.get(made["Location"]).content.decode()
+    assert 'id="invite-link"' not in reloaded and token not in reloaded
+    assert AssessorInvite.objects.count() == 1
+    assert token not in str(dict(organiser.session))
+    # the link made for one task is not shown on another task's page
+    organiser.post("/judging/manage/task-b/invites/", {"days": 7})
+    assert 'id="invite-link"' not in organiser.get("/judging/manage/task-a/").content.decode()
+    assert 'id="invite-link"' in organiser.get("/judging/manage/task-b/").content.decode()
 
 
 def test_the_link_is_open_to_every_role(fx):

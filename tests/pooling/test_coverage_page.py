@@ -47,8 +47,9 @@ def test_topics_without_qrels_are_shown_not_averaged(rankings_db, topic1_qrels, 
 @pytest.mark.django_db
 def test_only_the_topic_sets_own_qrels_are_offered(rankings_db, topic1_qrels,  # noqa: F811
                                                   staff_client, tmp_path):
-    """Another topic set's qrels appear neither on a project's page nor in the coverage
-    menu of its pools; its own do, whether named at import or found from the topics."""
+    """Another topic set's qrels appear neither on a project's page, nor in the coverage
+    menu of its pools, nor in the paper gallery's menu once the topic set is chosen; its
+    own do, whether named at import or found from the topics."""
     from judging.services import qrels_import
     from topics.services import topics_import
     from topics.topicfiles import TopicRecord
@@ -68,3 +69,13 @@ def test_only_the_topic_sets_own_qrels_are_offered(rankings_db, topic1_qrels,  #
     # the project page of "other" (the page of "ts" is the same query with the other set)
     other = staff_client.get(reverse("projects:organiser_project", args=[theirs.topic_set.pk]))
     assert ">theirs</a>" in other.content.decode() and ">one</a>" not in other.content.decode()
+    # the paper gallery, its topic set chosen: that set's qrels only, and another's refused
+    gallery = reverse("pooling:paper_figures")
+    page = staff_client.get(gallery + "?topic_set=ts&depths=2&orders=2").content.decode()
+    assert '<option value="one">' in page and '<option value="theirs">' not in page
+    refused = staff_client.get(gallery + "?topic_set=ts&qrels=theirs&depths=2&orders=2")
+    text = refused.content.decode()
+    assert "Figure 3: topic" not in text
+    assert "no judgment set &#x27;theirs&#x27; of topic set &#x27;ts&#x27;" in text
+    page = staff_client.get(gallery + "?topic_set=other&depths=2&orders=2").content.decode()
+    assert '<option value="theirs">' in page and '<option value="one">' not in page

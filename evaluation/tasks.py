@@ -7,22 +7,20 @@ from __future__ import annotations
 
 import logging
 
-from celery import Task, shared_task
+from celery import shared_task
 
-from jobs.leases import LEASED_TASK_OPTIONS, TRANSIENT
+from jobs.leases import LEASED_TASK_OPTIONS, TRANSIENT, LeasedTask
 
 log = logging.getLogger(__name__)
 
 
-class AnalysisTask(Task):
-    def on_failure(self, exc, task_id, args, kwargs, einfo):
-        """Retries exhausted: fail the analysis that waits for one (the service already
-        failed it for any other error)."""
-        from .services import analysis_fail, analysis_failure_message
+class AnalysisTask(LeasedTask):
+    """Once retries are exhausted, fails the analysis that waits for one (the service
+    already failed it for any other error)."""
 
-        analysis_id = args[0] if args else kwargs.get("analysis_id")
-        if analysis_id is not None:
-            analysis_fail(analysis_id, analysis_failure_message(exc))
+    unit_arg = "analysis_id"
+    unit_fail = "evaluation.services.analysis_fail"
+    unit_failure_message = "evaluation.services.analysis_failure_message"
 
 
 @shared_task(base=AnalysisTask, **LEASED_TASK_OPTIONS)

@@ -24,6 +24,8 @@ message was last sent, and how many were) and ``error``.
   by the broker, or a worker killed mid-task, never leaves work waiting for ever. When a
   worker starts, messages older than a lease are woken again (a worker killed with
   messages reserved leaves them unacknowledged until the broker's visibility timeout).
+- :class:`LeasedTask` is the base of a task that works one unit: once its retries are
+  exhausted it fails the unit left waiting for them, through the app's own service.
 """
 from __future__ import annotations
 
@@ -36,10 +38,12 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Callable
 
+from celery import Task
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection, connections, transaction
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.module_loading import import_string
 
 log = logging.getLogger(__name__)
 
@@ -248,6 +252,36 @@ def fail_waiting(model, pk, message: str) -> bool:
     """Fail a unit that waits for a retry which will not come (retries exhausted)."""
     return bool(model.objects.filter(pk=pk, status=QUEUED)
                 .update(status=FAILED, error=message[:ERROR_MAX]))
+
+
+class LeasedTask(Task):
+    """Base of a Celery task that works one unit, given its primary key (first argument,
+    or the keyword ``unit_arg``).
+
+    When the task fails for good (its retries on transient errors are exhausted), the
+    unit waits queued for a retry that will not come: :meth:`on_failure` fails it by
+    calling ``unit_fail(pk, message)``. Any other error was already recorded by the
+    service, which failed the unit while it held it; ``unit_fail`` leaves such a unit as
+    it is. The app's functions are named by dotted path and imported only on failure
+    (``jobs`` never imports the apps built on it): ``unit_fail`` (the app's service,
+    e.g. ``"pooling.services.pool_fail"``) and ``unit_failure_message`` (``exc`` -> the
+    sentence stored; when empty, ``"<ExceptionType>: <message>"``).
+    """
+
+    unit_arg: str = ""
+    unit_fail: str = ""
+    unit_failure_message: str = ""
+
+    def on_failure(self, exc, task_id, args, kwargs, einfo):
+        pk = args[0] if args else kwargs.get(self.unit_arg)
+        if pk is None:
+            return
+        fail = import_string(self.unit_fail)
+        if self.unit_failure_message:
+            message = import_string(self.unit_failure_message)(exc)
+        else:
+            message = f"{type(exc).__name__}: {exc}"
+        fail(pk, message)
 
 
 @dataclass

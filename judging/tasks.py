@@ -7,22 +7,20 @@ from __future__ import annotations
 
 import logging
 
-from celery import Task, shared_task
+from celery import shared_task
 
-from jobs.leases import LEASED_TASK_OPTIONS, TRANSIENT
+from jobs.leases import LEASED_TASK_OPTIONS, TRANSIENT, LeasedTask
 
 log = logging.getLogger(__name__)
 
 
-class TopicRefitTask(Task):
-    def on_failure(self, exc, task_id, args, kwargs, einfo):
-        """Retries exhausted: fail the refit that waits for one (the service already
-        failed it for any other error)."""
-        from .services import refit_fail, refit_failure_message
+class TopicRefitTask(LeasedTask):
+    """Once retries are exhausted, fails the refit that waits for one (the service
+    already failed it for any other error)."""
 
-        refit_id = args[0] if args else kwargs.get("refit_id")
-        if refit_id is not None:
-            refit_fail(refit_id, refit_failure_message(exc))
+    unit_arg = "refit_id"
+    unit_fail = "judging.services.refit_fail"
+    unit_failure_message = "judging.services.refit_failure_message"
 
 
 @shared_task(base=TopicRefitTask, **LEASED_TASK_OPTIONS)

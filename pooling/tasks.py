@@ -7,22 +7,20 @@ from __future__ import annotations
 
 import logging
 
-from celery import Task, shared_task
+from celery import shared_task
 
-from jobs.leases import LEASED_TASK_OPTIONS, TRANSIENT
+from jobs.leases import LEASED_TASK_OPTIONS, TRANSIENT, LeasedTask
 
 log = logging.getLogger(__name__)
 
 
-class PoolBuildTask(Task):
-    def on_failure(self, exc, task_id, args, kwargs, einfo):
-        """Retries exhausted: fail the pool that waits for one (the service already
-        failed it for any other error)."""
-        from .services import pool_fail, pool_failure_message
+class PoolBuildTask(LeasedTask):
+    """Once retries are exhausted, fails the pool that waits for one (the service
+    already failed it for any other error)."""
 
-        pool_id = args[0] if args else kwargs.get("pool_id")
-        if pool_id is not None:
-            pool_fail(pool_id, pool_failure_message(exc))
+    unit_arg = "pool_id"
+    unit_fail = "pooling.services.pool_fail"
+    unit_failure_message = "pooling.services.pool_failure_message"
 
 
 @shared_task(base=PoolBuildTask, **LEASED_TASK_OPTIONS)

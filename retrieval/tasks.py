@@ -7,21 +7,20 @@ searcher per index.
 """
 from __future__ import annotations
 
-from celery import Task, shared_task
+from celery import shared_task
 from django.db import InterfaceError, OperationalError
+
+from jobs.leases import LeasedTask
 
 TRANSIENT = (OperationalError, InterfaceError, ConnectionError, TimeoutError)
 
 
-class ChunkTask(Task):
-    def on_failure(self, exc, task_id, args, kwargs, einfo):
-        """Retries exhausted: fail the chunk that waits for one (the service already
-        failed it for any other error)."""
-        from .services import chunk_fail
+class ChunkTask(LeasedTask):
+    """Once retries are exhausted, fails the chunk that waits for one (the service
+    already failed it for any other error)."""
 
-        chunk_id = args[0] if args else kwargs.get("chunk_id")
-        if chunk_id is not None:
-            chunk_fail(chunk_id, f"{type(exc).__name__}: {exc}")
+    unit_arg = "chunk_id"
+    unit_fail = "retrieval.services.chunk_fail"
 
 
 @shared_task(

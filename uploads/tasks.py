@@ -1,18 +1,17 @@
 """Celery tasks: take ids, call one service, own retries. A message is only a wake-up."""
 from __future__ import annotations
 
-from celery import Task, shared_task
+from celery import shared_task
 
-from jobs.leases import LEASED_TASK_OPTIONS, TRANSIENT
+from jobs.leases import LEASED_TASK_OPTIONS, TRANSIENT, LeasedTask
 
 
-class UploadImportTask(Task):
-    def on_failure(self, exc, task_id, args, kwargs, einfo):
-        from .services import upload_fail
+class UploadImportTask(LeasedTask):
+    """Once retries are exhausted, fails the upload that waits for one (the service
+    already failed it for any other error)."""
 
-        upload_id = args[0] if args else kwargs.get("upload_id")
-        if upload_id is not None:
-            upload_fail(upload_id, f"{type(exc).__name__}: {exc}")
+    unit_arg = "upload_id"
+    unit_fail = "uploads.services.upload_fail"
 
 
 @shared_task(base=UploadImportTask, **LEASED_TASK_OPTIONS)

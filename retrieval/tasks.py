@@ -12,6 +12,8 @@ from django.db import InterfaceError, OperationalError
 
 from jobs.leases import LeasedTask
 
+# Wider than jobs.leases.TRANSIENT (database errors only) on purpose: a chunk is also
+# retried after an OS-level connection error or timeout, with its own shorter backoff.
 TRANSIENT = (OperationalError, InterfaceError, ConnectionError, TimeoutError)
 
 

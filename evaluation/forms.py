@@ -1,10 +1,16 @@
 """Forms of the evaluation pages: real choices (topic sets, runs, judgments, qrels, models),
-cleaned into the parameters an analysis stores (the same as its command's options)."""
+cleaned into the parameters an analysis stores (the same as its command's options).
+
+Once a topic set is chosen (submitted, preset by a link such as the project page's, or
+read from the runs chosen) the menus of judgments list only that topic set's judgment
+sets, and one of another topic set is refused naming both
+(:class:`judging.forms.JudgmentSetField`); before, they list every judgment set."""
 from __future__ import annotations
 
 from django import forms
 
 from common import fileio
+from judging.forms import JudgmentSetField, topic_set_named
 
 from evaluation import measures
 from evaluation.measures.runs import ORDERS
@@ -25,23 +31,41 @@ def _system_runs():
     return [(f"{ts}/{tag}", f"{tag} ({ts})") for ts, tag in rows]
 
 
-def _sources():
-    """Every judgment set: those read from a qrels file as ``qrels:NAME`` (the kind they
-    hold is checked against the measure), the others as ``judgments:NAME``."""
+def _sources(topic_set=None):
+    """The judgment sets (of ``topic_set`` when given): those read from a qrels file as
+    ``qrels:NAME`` (the kind they hold is checked against the measure), the others as
+    ``judgments:NAME``."""
     from judging.selectors import judgment_set_list, qrels_file_sets
 
     files = dict(qrels_file_sets().values_list("name", "format"))
-    judged = [(f"judgments:{n}", f"judgment set {n}")
-              for n in judgment_set_list().values_list("name", flat=True) if n not in files]
-    imported = [(f"qrels:{n}", f"imported qrels {n} ({f})") for n, f in sorted(files.items())]
+    names = list(judgment_set_list(topic_set).values_list("name", flat=True))
+    judged = [(f"judgments:{n}", f"judgment set {n}") for n in names if n not in files]
+    imported = [(f"qrels:{n}", f"imported qrels {n} ({files[n]})") for n in sorted(names) if n in files]
     return [("", "—")] + judged + imported
 
 
-def _judgment_sets(blank: bool = False):
+def _source_name(value: str) -> str:
+    return value.partition(":")[2]
+
+
+def _judgment_sets(topic_set=None, blank: bool = False):
     from judging.selectors import judgment_set_list
 
-    names = [(n, n) for n in judgment_set_list().values_list("name", flat=True)]
+    names = [(n, n) for n in judgment_set_list(topic_set).values_list("name", flat=True)]
     return ([("", "—")] if blank else []) + names
+
+
+def _chosen_topic_set(form: forms.Form):
+    """The topic set chosen on ``form``: submitted, else preset by a link (``?topic_set=``),
+    else that of the runs submitted when they are of one; ``None`` before any is chosen."""
+    if not form.is_bound:
+        return topic_set_named(form.initial.get("topic_set"))
+    name = form.data.get(form.add_prefix("topic_set"))
+    if not name and "runs" in form.fields:
+        runs = form.fields["runs"].widget.value_from_datadict(form.data, form.files, form.add_prefix("runs"))
+        sets = {r.split("/", 1)[0] for r in runs or () if "/" in r}
+        name = sets.pop() if len(sets) == 1 else None
+    return topic_set_named(name)
 
 
 def _models():
@@ -72,13 +96,14 @@ class _RunsForm(forms.Form):
     topic_set = forms.ChoiceField()
     runs = forms.MultipleChoiceField(required=False, widget=forms.SelectMultiple(attrs={"size": 8}),
                                      help_text="stored system runs; none chosen: every run of the topic set")
-    source = forms.ChoiceField(label="judgments or qrels")
+    source = JudgmentSetField(label="judgments or qrels", name_of=_source_name)
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["topic_set"].choices = _topic_sets()
         self.fields["runs"].choices = _system_runs()
-        self.fields["source"].choices = _sources()
+        self.topic_set = _chosen_topic_set(self)
+        self.fields["source"].narrow(self.topic_set, _sources(self.topic_set))
 
     def clean(self):
         data = super().clean()
@@ -117,7 +142,7 @@ class EvaluateForm(_RunsForm):
 
 
 class RankCorrelationForm(_RunsForm):
-    source_b = forms.ChoiceField(label="second judgments or qrels")
+    source_b = JudgmentSetField(label="second judgments or qrels", name_of=_source_name)
     measure = forms.CharField(initial="AP")
     significance = forms.BooleanField(required=False, help_text="also a randomised two-sided Tukey HSD under each "
                                       "evaluation and the counts TR, PS, TR−PS, TR∩PS, PS−TR "
@@ -131,7 +156,7 @@ class RankCorrelationForm(_RunsForm):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["source"].label = "first (reference) judgments or qrels"
-        self.fields["source_b"].choices = _sources()
+        self.fields["source_b"].narrow(self.topic_set, _sources(self.topic_set))
 
     def clean_measure(self):
         return _check_measures(self.cleaned_data["measure"], one=True)
@@ -195,7 +220,7 @@ class VarianceForm(_RunsForm):
 
 class VariabilityForm(forms.Form):
     topic_set = forms.ChoiceField()
-    source = forms.ChoiceField(label="judgments or qrels")
+    source = JudgmentSetField(label="judgments or qrels", name_of=_source_name)
     measure = forms.CharField(initial="nDCG@10")
     model = forms.ChoiceField(required=False, label="model of the variant rankings")
     decompose = forms.BooleanField(required=False, initial=True,
@@ -204,7 +229,8 @@ class VariabilityForm(forms.Form):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["topic_set"].choices = _topic_sets()
-        self.fields["source"].choices = _sources()
+        topic_set = _chosen_topic_set(self)
+        self.fields["source"].narrow(topic_set, _sources(topic_set))
         self.fields["model"].choices = _models()
 
     def clean_measure(self):
@@ -217,6 +243,8 @@ class VariabilityForm(forms.Form):
 
 
 class AgreementForm(forms.Form):
+    """Assessor agreement within one judgment set: no topic set to narrow the menu by."""
+
     judgments = forms.ChoiceField()
     intent = forms.CharField(required=False, help_text="only this intent id")
     relevant_from = forms.IntegerField(initial=1, help_text="the lowest grade that counts as relevant")
@@ -231,8 +259,8 @@ class AgreementForm(forms.Form):
 
 
 class IntentsForm(forms.Form):
-    judgments = forms.ChoiceField(label="intent judgments")
-    user_judgments = forms.ChoiceField(required=False, label="users' own judgments")
+    judgments = JudgmentSetField(label="intent judgments")
+    user_judgments = JudgmentSetField(required=False, label="users' own judgments")
     topic_set = forms.ChoiceField(required=False, help_text="only the topics of this set")
     alpha = forms.FloatField(initial=0.5, min_value=0, max_value=1)
     beta = forms.FloatField(initial=0.5, min_value=0, max_value=1)
@@ -240,9 +268,10 @@ class IntentsForm(forms.Form):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["judgments"].choices = _judgment_sets()
-        self.fields["user_judgments"].choices = _judgment_sets(blank=True)
         self.fields["topic_set"].choices = [("", "every topic")] + _topic_sets()
+        topic_set = _chosen_topic_set(self)
+        self.fields["judgments"].narrow(topic_set, _judgment_sets(topic_set))
+        self.fields["user_judgments"].narrow(topic_set, _judgment_sets(topic_set, blank=True))
 
     def params(self) -> dict:
         d = self.cleaned_data

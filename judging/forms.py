@@ -1,9 +1,16 @@
-"""Forms of the judging pages: a judgment (a grade row per intent), and organisers' forms."""
+"""Forms of the judging pages: a judgment (a grade row per intent), organisers' forms, and
+the menu of judgment sets that later pages (the paper gallery, the evaluation forms) narrow
+to one topic set's."""
 from __future__ import annotations
+
+from typing import Callable
 
 from django import forms
 from django.core import signing
 
+from topics import selectors as topics_selectors
+
+from . import selectors
 from .stopping import parse_rule
 
 REF_SALT = "judging.ref"
@@ -131,3 +138,55 @@ class InviteForm(forms.Form):
 
     days = forms.IntegerField(min_value=1, max_value=90, initial=7,
                               help_text="the link works once, until this many days from now")
+
+
+def topic_set_named(name: str | None):
+    """The topic set ``name`` names, to narrow a form's menus of judgment sets by; ``None``
+    when none is chosen yet or the name is unknown (the form's topic-set field refuses
+    that, naming the known ones)."""
+    if not name:
+        return None
+    try:
+        return topics_selectors.topic_set_get(name)
+    except ValueError:
+        return None
+
+
+def judgment_set_refusal(name: str, topic_set) -> str:
+    """Why judgment set ``name`` is not on the menu of ``topic_set``'s judgment sets: it
+    judges another topic set (named), none, or does not exist."""
+    try:
+        jset = selectors.judgment_set_get(name)
+    except ValueError:
+        return f"no judgment set {name!r} of topic set {topic_set.name!r}: choose one of the list"
+    if jset.topic_set_id is None:
+        return (f"judgment set {name!r} belongs to no topic set, not to {topic_set.name!r} "
+                "(import it with --topic-set to use it here): choose one of the list")
+    return (f"judgment set {name!r} is of topic set {jset.topic_set.name!r}, not of "
+            f"{topic_set.name!r}: choose one of the list")
+
+
+class JudgmentSetField(forms.ChoiceField):
+    """A menu of judgment sets: every one until :meth:`narrow` is given a topic set, then
+    only that topic set's (as a project's page and a pool's menu list them), a value off
+    the menu refused naming the judgment set, the topic set it judges and the one chosen.
+    ``name_of`` reads the judgment set's name from a value (``"qrels:NAME"`` → ``NAME``)."""
+
+    def __init__(self, *args, name_of: Callable[[str], str] = str, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.name_of = name_of
+        self.topic_set = None
+
+    def narrow(self, topic_set, choices) -> None:
+        """Offer ``choices``: those of ``topic_set``, or of every topic set when ``None``."""
+        self.topic_set = topic_set
+        self.choices = choices
+
+    def validate(self, value):
+        try:
+            super().validate(value)
+        except forms.ValidationError as exc:
+            if self.topic_set is None or exc.code != "invalid_choice":
+                raise
+            raise forms.ValidationError(judgment_set_refusal(self.name_of(value), self.topic_set),
+                                        code="invalid_choice") from None

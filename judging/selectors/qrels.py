@@ -10,6 +10,7 @@ from typing import Iterable, Iterator
 from django.db.models import Exists, OuterRef
 
 from pooling import coverage, qrelsio
+from topics import selectors as topics_selectors
 
 from .. import aggregate as agg
 from ..labelfiles import QrelsLine
@@ -41,6 +42,15 @@ def judgment_set_get(name: str) -> JudgmentSet:
     except JudgmentSet.DoesNotExist:
         known = ", ".join(JudgmentSet.objects.values_list("name", flat=True)[:20]) or "none"
         raise ValueError(f"no judgment set named {name!r} (known: {known})") from None
+
+
+def judgment_set_topic_set_candidates(jset: JudgmentSet) -> list:
+    """The topic sets that hold every topic ``jset`` judges, by name (the rule an import
+    without ``--topic-set`` follows): when there are several the import chose none, and
+    ``jset`` is offered on no topic set's menus."""
+    ids = (Label.objects.filter(judgment_set=jset).order_by().values_list("topic_id", flat=True)
+           .distinct())
+    return topics_selectors.topic_sets_holding(set(ids))
 
 
 def qrels_file_sets():

@@ -28,9 +28,9 @@ from pooling.views import (
     pool_or_404,
     render_with_figures,
 )
-from topics import selectors as topics_selectors
 
 from .. import selectors
+from ..forms import JudgmentSetField, topic_set_named
 
 
 def _qrels_choices(topic_set=None):
@@ -107,8 +107,8 @@ def pool_detail(request, ref):
 
 class PaperFiguresForm(NameSelects):
     topic_set = forms.CharField(max_length=100)
-    qrels = forms.ChoiceField(required=False, choices=(),
-                              help_text="judgments for Table 1 and Figure 3 (of the topic set)")
+    qrels = JudgmentSetField(required=False, choices=(),
+                             help_text="judgments for Table 1 and Figure 3 (of the topic set)")
     depth = forms.IntegerField(min_value=1, initial=100, help_text="Table 1's pool depth")
     depths = forms.CharField(initial="10,20,50,100", max_length=100,
                              help_text="Figure 1's depths, one line each")
@@ -127,17 +127,8 @@ class PaperFiguresForm(NameSelects):
         # The chosen topic set's judgment sets only, as a pool's menu; before a topic set
         # is chosen (or while the name is unknown, which its own field refuses) there is
         # nothing to narrow by, and every judgment set is listed.
-        topic_set, name = None, self.data.get("topic_set")
-        if name:
-            try:
-                topic_set = topics_selectors.topic_set_get(name)
-            except ValueError:
-                pass
-        self.fields["qrels"].choices = _qrels_choices(topic_set)
-        if topic_set is not None:
-            self.fields["qrels"].error_messages["invalid_choice"] = (
-                f"no judgment set %(value)r of topic set {topic_set.name!r}: choose one "
-                "of the list")
+        topic_set = topic_set_named(self.data.get("topic_set"))
+        self.fields["qrels"].narrow(topic_set, _qrels_choices(topic_set))
 
     def clean_depths(self):
         return int_list(self.cleaned_data["depths"])

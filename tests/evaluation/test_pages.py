@@ -41,7 +41,7 @@ def small(tmp_path):
     # a second adhoc judgment set: topic 1 finds d6 relevant instead of d2
     other = tmp_path / "other.txt"
     other.write_text("1 0 d1 1\n1 0 d6 1\n1 0 d2 0\n2 0 d3 1\n3 0 d4 1\n3 0 d5 1\n")
-    judgments_import(other, format="adhoc", name="other")
+    judgments_import(other, format="adhoc", name="other", topic_set_name="small")
     # three assessors with intents (agreement, intent properties)
     labels = tmp_path / "labels.tsv"
     grades = {"a": [1, 1, 0, 0, 1, 0], "b": [1, 0, 0, 0, 1, 0], "c": [1, 1, 0, 1, 1, 0]}
@@ -188,6 +188,55 @@ def test_evaluate_refuses_runs_of_another_topic_set(staff, small):
     r = staff.post("/evaluation/new/evaluate/", {"topic_set": "small", "runs": ["elsewhere/x"],
                                                  "source": "judgments:nist", "measures": "AP", "order": "trec_eval"})
     assert r.status_code == 200 and "Select a valid choice" in r.content.decode()
+
+
+def _options(page: str) -> set[str]:
+    return set(re.findall(r'<option value="([^"]*)"', page))
+
+
+def test_judgment_menus_offer_the_chosen_topic_sets_own(staff, small):
+    """Once a topic set is chosen (preset by a link, submitted, or read from the runs
+    submitted) the menus of judgments list only its judgment sets, as a project's page
+    does, and another topic set's is refused naming both; before, they list every one."""
+    from topics.services import topics_import
+    from topics.topicfiles import TopicRecord
+
+    topics_import("far", [TopicRecord("1", title="elsewhere")])
+    theirs = small / "theirs.txt"
+    theirs.write_text("1 0 d1 1\n")
+    qrels_import(theirs, format="adhoc", name="theirs", topic_set_name="far")
+    everything = _options(staff.get("/evaluation/new/evaluate/").content.decode())
+    assert {"judgments:nist", "qrels:nist-qrels", "qrels:theirs", "judgments:crowd"} <= everything
+    own = _options(staff.get("/evaluation/new/evaluate/?topic_set=small").content.decode())
+    assert {"judgments:nist", "judgments:other", "qrels:nist-qrels", "qrels:div"} <= own
+    assert "qrels:theirs" not in own and "judgments:crowd" not in own  # crowd: no topic set
+    far = _options(staff.get("/evaluation/new/variability/?topic_set=far").content.decode())
+    assert "qrels:theirs" in far and "judgments:nist" not in far
+    r = staff.post("/evaluation/new/evaluate/", {"topic_set": "small", "source": "qrels:theirs",
+                                                 "measures": "AP", "order": "trec_eval"})
+    page = r.content.decode()
+    assert r.status_code == 200
+    assert "judgment set &#x27;theirs&#x27; is of topic set &#x27;far&#x27;, not of &#x27;small&#x27;" in page
+    assert "qrels:theirs" not in _options(page)  # the menu shown again is narrowed too
+    r = staff.post("/evaluation/new/rank_correlation/", {"topic_set": "small", "source": "judgments:nist",
+                                                         "source_b": "judgments:crowd", "measure": "AP"})
+    assert "judgment set &#x27;crowd&#x27; belongs to no topic set" in r.content.decode()
+    r = staff.post("/evaluation/new/variability/", {"topic_set": "small", "source": "qrels:nope", "measure": "AP"})
+    assert "no judgment set &#x27;nope&#x27; of topic set &#x27;small&#x27;" in r.content.decode()
+    # no topic set submitted, but runs of one: that topic set's judgment sets
+    r = staff.post("/evaluation/new/evaluate/", {"runs": ["small/sysA"], "source": "qrels:theirs",
+                                                 "measures": "AP", "order": "trec_eval"})
+    page = r.content.decode()
+    assert "is of topic set &#x27;far&#x27;, not of &#x27;small&#x27;" in page
+    assert "judgments:nist" in _options(page) and "qrels:theirs" not in _options(page)
+    # intent properties: all without a topic set, the chosen one's with it
+    assert "theirs" in _options(staff.get("/evaluation/new/intents/").content.decode())
+    r = staff.post("/evaluation/new/intents/", {"judgments": "theirs", "topic_set": "small", "alpha": "0.5",
+                                                "beta": "0.5", "similarity": "jaccard"})
+    page = r.content.decode()
+    assert "judgment set &#x27;theirs&#x27; is of topic set &#x27;far&#x27;, not of &#x27;small&#x27;" in page
+    assert "theirs" not in _options(page) and "nist" in _options(page)
+    assert not Analysis.objects.exists()
 
 
 def test_rank_correlation_page(staff, small, django_capture_on_commit_callbacks):

@@ -81,7 +81,7 @@ def build(tmp_path, models=("bm25", "sdm")):
     lines = [f"{t} 0 d{i} {int(f'd{i}' in rel)}" for t, rel in QRELS.items() for i in range(1, 7)]
     path = tmp_path / "qrels.txt"
     path.write_text("\n".join(lines) + "\n")
-    judgments_import(path, format="adhoc", name="nist")
+    judgments_import(path, format="adhoc", name="nist", topic_set_name="small")
     qrels_import(path, format="adhoc", name="nist-qrels")
     return ts
 

@@ -240,3 +240,43 @@ def test_qrels_are_a_judgment_set_of_the_topic_set_given_or_found(tmp_path):
     assert list(Label.objects.filter(judgment_set=sets["found"]).order_by("line").values_list(
         "topic_id", "intent_id", "docid", "assessor", "grade", "line")) == [
         ("1", "", "d1", "qrels", 1, 1), ("2", "", "d2", "qrels", 0, 2)]
+
+
+
+@pytest.mark.django_db
+def test_qrels_that_several_topic_sets_hold_are_imported_with_a_warning(tmp_path):
+    """When several topic sets hold every topic the qrels get none (and appear on no
+    project's menu): the import still works, and says so, naming the candidates and
+    --topic-set; a set found or named is imported without a warning."""
+    from topics.services import topics_import
+    from topics.topicfiles import TopicRecord
+
+    topics_import("a", [TopicRecord("1", title="x"), TopicRecord("2", title="y")])
+    topics_import("b", [TopicRecord("1", title="x")])
+    topics_import("c", [TopicRecord("3", title="z")])
+    one = tmp_path / "one.txt"
+    one.write_text("1 0 d1 1\n1 0 d2 0\n")
+
+    def run(*args):
+        out, err = StringIO(), StringIO()
+        call_command("import_qrels", str(one), "--format", "adhoc", *args, stdout=out, stderr=err)
+        return out.getvalue(), err.getvalue()
+
+    out, err = run("--name", "either")
+    assert "imported 2 judgments as qrels 'either'" in out
+    assert JudgmentSet.objects.get(name="either").topic_set is None
+    assert "qrels 'either' belong to no topic set: topic sets 'a', 'b' each hold" in err
+    assert "Pass --topic-set NAME" in err and "'c'" not in err
+    assert run("--name", "named", "--topic-set", "b")[1] == ""
+    both = tmp_path / "both.txt"
+    both.write_text("1 0 d1 1\n2 0 d2 0\n")  # only "a" holds topic 2
+    err = StringIO()
+    call_command("import_qrels", str(both), "--format", "adhoc", "--name", "found",
+                 stdout=StringIO(), stderr=err)
+    assert err.getvalue() == "" and JudgmentSet.objects.get(name="found").topic_set.name == "a"
+    nowhere = tmp_path / "nowhere.txt"
+    nowhere.write_text("9 0 d1 1\n")  # no topic set holds topic 9: nothing to choose from
+    err = StringIO()
+    call_command("import_qrels", str(nowhere), "--format", "adhoc", "--name", "nowhere",
+                 stdout=StringIO(), stderr=err)
+    assert err.getvalue() == ""

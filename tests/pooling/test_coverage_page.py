@@ -76,6 +76,7 @@ def test_only_the_topic_sets_own_qrels_are_offered(rankings_db, topic1_qrels,  #
     refused = staff_client.get(gallery + "?topic_set=ts&qrels=theirs&depths=2&orders=2")
     text = refused.content.decode()
     assert "Figure 3: topic" not in text
-    assert "no judgment set &#x27;theirs&#x27; of topic set &#x27;ts&#x27;" in text
+    assert ("judgment set &#x27;theirs&#x27; is of topic set &#x27;other&#x27;, not of "
+            "&#x27;ts&#x27;") in text
     page = staff_client.get(gallery + "?topic_set=other&depths=2&orders=2").content.decode()
     assert '<option value="theirs">' in page and '<option value="one">' not in page

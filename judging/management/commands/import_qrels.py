@@ -7,7 +7,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from common import irdatasets
 
-from judging import services
+from judging import selectors, services
 from pooling.qrelsio import ID_MAPS, QRELS_FORMATS
 
 
@@ -35,7 +35,8 @@ class Command(BaseCommand):
                             help="at most 100 characters, no spaces, '/' or '..'")
         parser.add_argument("--topic-set", dest="topic_set", default=None,
                             help="check that every topic id is a topic of this set (default: the "
-                                 "one topic set holding every topic of the file, if any)")
+                                 "one topic set holding every topic of the file, if any; when "
+                                 "several do, none, with a warning naming them)")
         parser.add_argument("--id-map", dest="id_map", choices=ID_MAPS, default=None,
                             help="strip-zeros: write all-digit topic ids without leading "
                             "zeros ('01' -> '1', as CACM's qrels need)")
@@ -64,3 +65,18 @@ class Command(BaseCommand):
         except ValueError as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write(f"imported {qrels.labels_count} judgments as qrels {qrels.name!r}")
+        if qrels.topic_set_id is None:
+            self._warn_if_ambiguous(qrels)
+
+    def _warn_if_ambiguous(self, qrels) -> None:
+        """Several topic sets hold every topic: the import chose none, so no project's
+        menu offers the qrels until one is chosen."""
+        candidates = [ts.name for ts in selectors.judgment_set_topic_set_candidates(qrels)]
+        if len(candidates) < 2:
+            return
+        names = ", ".join(repr(n) for n in candidates)
+        self.stderr.write(self.style.WARNING(
+            f"warning: qrels {qrels.name!r} belong to no topic set: topic sets {names} each "
+            "hold all their topics, so no project's page or menu offers them. Pass "
+            "--topic-set NAME (one of those) to choose: import the file again with it under "
+            "another --name, or set the topic set of these qrels on the admin page."))

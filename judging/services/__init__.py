@@ -59,6 +59,7 @@ from .imports import (
     judgment_set_delete,
     judgments_import,
     qrels_import,
+    topic_set_ambiguity,
 )
 from .judging_tasks import MAX_REDUNDANCY, SCALES, judging_task_create, scale_grades
 from .judgments import judgment_submit, judgment_undo
@@ -75,5 +76,5 @@ __all__ = [
     "judging_task_publish", "judging_task_stop_rule_set", "judgment_set_delete",
     "judgment_submit", "judgment_undo", "judgments_import", "leases_expire", "leases_release",
     "qrels_import", "refit_fail", "refit_failure_message", "scale_grades", "topic_refit",
-    "topic_resume", "topic_stop_check",
+    "topic_resume", "topic_set_ambiguity", "topic_stop_check",
 ]

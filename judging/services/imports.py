@@ -27,7 +27,10 @@ def judgments_import(path, *, format: str, name: str, topic_set_name: str | None
     All or nothing: the whole file is read and checked before anything is stored; the first
     bad line raises :class:`common.fileio.InputError` naming the file and line. With
     ``topic_set_name`` every topic must be a topic of that set (and every intent one of
-    its intents). A repeated label by the same assessor is a later revision.
+    its intents); without it the set is the topic set that holds every topic of the file
+    when exactly one does (:func:`topics.selectors.topic_sets_holding`), as for qrels,
+    else none (:func:`topic_set_ambiguity` says when several do). A repeated label by the
+    same assessor is a later revision.
     """
     name = clean_name(name, "judgment set name")
     if JudgmentSet.objects.filter(name=name).exists():
@@ -50,6 +53,11 @@ def judgments_import(path, *, format: str, name: str, topic_set_name: str | None
             if r.intent_id and r.intent_id not in intents[r.topic_id]:
                 raise ValueError(f"{path}, line {r.line}: topic {r.topic_id!r} of topic set "
                                  f"{topic_set_name!r} has no intent {r.intent_id!r}")
+    else:
+        from topics.selectors import topic_sets_holding
+
+        holding = topic_sets_holding({r.topic_id for r in records})
+        topic_set = holding[0] if len(holding) == 1 else None
     # revisions: the n-th label of one key by one assessor is revision n; the last counts
     count: dict[tuple, int] = {}
     for r in records:
@@ -160,6 +168,24 @@ def _qrels_topics_check(path: Path, rows, topic_set_name: str, id_map: str | Non
         raise ValueError(
             f"{path}: {len(unknown)} topic(s) not in topic set {topic_set_name!r}: "
             f"{shown}{more}{hint}")
+
+
+def topic_set_ambiguity(jset: JudgmentSet, what: str = "judgment set") -> str | None:
+    """The warning for an imported ``jset`` that got no topic set because several topic
+    sets hold all its topics (no project's page or menu offers it then), naming them and
+    what to do; ``None`` when that is not the case."""
+    if jset.topic_set_id is not None:
+        return None
+    from judging.selectors import judgment_set_topic_set_candidates
+
+    candidates = [ts.name for ts in judgment_set_topic_set_candidates(jset)]
+    if len(candidates) < 2:
+        return None
+    names = ", ".join(repr(n) for n in candidates)
+    return (f"warning: {what} {jset.name!r} has no topic set: topic sets {names} each hold "
+            "all its topics, so no project's page or menu offers it. Pass --topic-set NAME "
+            "(one of those) to choose: import the file again with it under another --name, "
+            "or set the topic set on the admin page.")
 
 
 def rows_insert(model, fields: tuple[str, ...], rows: Iterable[tuple]) -> None:

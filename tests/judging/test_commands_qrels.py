@@ -265,7 +265,7 @@ def test_qrels_that_several_topic_sets_hold_are_imported_with_a_warning(tmp_path
     out, err = run("--name", "either")
     assert "imported 2 judgments as qrels 'either'" in out
     assert JudgmentSet.objects.get(name="either").topic_set is None
-    assert "qrels 'either' belong to no topic set: topic sets 'a', 'b' each hold" in err
+    assert "qrels 'either' has no topic set: topic sets 'a', 'b' each hold" in err
     assert "Pass --topic-set NAME" in err and "'c'" not in err
     assert run("--name", "named", "--topic-set", "b")[1] == ""
     both = tmp_path / "both.txt"
@@ -280,3 +280,32 @@ def test_qrels_that_several_topic_sets_hold_are_imported_with_a_warning(tmp_path
     call_command("import_qrels", str(nowhere), "--format", "adhoc", "--name", "nowhere",
                  stdout=StringIO(), stderr=err)
     assert err.getvalue() == ""
+
+@pytest.mark.django_db
+def test_judgments_get_the_one_topic_set_that_holds_their_topics_or_a_warning(tmp_path):
+    """import_judgments chooses its topic set as import_qrels does: the only topic set
+    holding every topic; when several do, none, and the command says which and what to do."""
+    from topics.services import topics_import
+    from topics.topicfiles import TopicRecord
+
+    topics_import("a", [TopicRecord("1", title="x"), TopicRecord("2", title="y")])
+    topics_import("b", [TopicRecord("1", title="x")])
+    labels = tmp_path / "labels.tsv"
+
+    def run(text, name, *args):
+        labels.write_text(text)
+        err = StringIO()
+        call_command("import_judgments", str(labels), "--format", "tsv", "--name", name, *args,
+                     stdout=StringIO(), stderr=err)
+        return JudgmentSet.objects.get(name=name).topic_set, err.getvalue()
+
+    topic_set, err = run("1 0 d1 w1 1\n2 0 d2 w1 0\n", "found")  # only "a" holds topic 2
+    assert topic_set.name == "a" and err == ""
+    topic_set, err = run("1 0 d1 w1 1\n", "either")
+    assert topic_set is None
+    assert "judgment set 'either' has no topic set: topic sets 'a', 'b' each hold" in err
+    assert "Pass --topic-set NAME" in err
+    topic_set, err = run("1 0 d1 w1 1\n", "named", "--topic-set", "b")
+    assert topic_set.name == "b" and err == ""
+    topic_set, err = run("9 0 d1 w1 1\n", "nowhere")  # no topic set holds topic 9
+    assert topic_set is None and err == ""

@@ -19,7 +19,9 @@ class Command(BaseCommand):
         parser.add_argument("--format", required=True, choices=FORMATS)
         parser.add_argument("--name", required=True)
         parser.add_argument("--topic-set", default=None,
-                            help="check every topic (and intent) against this topic set")
+                            help="check every topic (and intent) against this topic set; without it, the "
+                                 "one topic set holding every topic of the file, if any (a "
+                                 "warning names the candidates when several do)")
         parser.add_argument("--assessor", default="nist")
 
     def handle(self, *args, **o):
@@ -30,3 +32,6 @@ class Command(BaseCommand):
         except ValueError as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write(f"imported {jset.labels_count} labels as judgment set {jset.name!r}")
+        warning = services.topic_set_ambiguity(jset)
+        if warning:
+            self.stderr.write(self.style.WARNING(warning))

@@ -7,7 +7,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from common import irdatasets
 
-from judging import selectors, services
+from judging import services
 from pooling.qrelsio import ID_MAPS, QRELS_FORMATS
 
 
@@ -65,18 +65,6 @@ class Command(BaseCommand):
         except ValueError as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write(f"imported {qrels.labels_count} judgments as qrels {qrels.name!r}")
-        if qrels.topic_set_id is None:
-            self._warn_if_ambiguous(qrels)
-
-    def _warn_if_ambiguous(self, qrels) -> None:
-        """Several topic sets hold every topic: the import chose none, so no project's
-        menu offers the qrels until one is chosen."""
-        candidates = [ts.name for ts in selectors.judgment_set_topic_set_candidates(qrels)]
-        if len(candidates) < 2:
-            return
-        names = ", ".join(repr(n) for n in candidates)
-        self.stderr.write(self.style.WARNING(
-            f"warning: qrels {qrels.name!r} belong to no topic set: topic sets {names} each "
-            "hold all their topics, so no project's page or menu offers them. Pass "
-            "--topic-set NAME (one of those) to choose: import the file again with it under "
-            "another --name, or set the topic set of these qrels on the admin page."))
+        warning = services.topic_set_ambiguity(qrels, "qrels")
+        if warning:
+            self.stderr.write(self.style.WARNING(warning))

@@ -40,7 +40,7 @@ randomness is called for), so the order is a function of the judgments.
     start at one document and grow by ⌈b/10⌉ (as in AutoTAR); every
     :data:`EXPLORE_EVERY`-th document of a batch is instead the best remaining document
     by the fusion prior (exploration: evidence from documents the fitted model would not
-    choose).
+    choose). A live queue's fit (:func:`learned_ranking`) scores with the same two models.
 ``cal-text``
     Continuous active learning over document text — Cormack & Grossman's AutoTAR
     ("Autonomy and reliability of continuous active learning for technology-assisted
@@ -259,6 +259,14 @@ class PooledModel:
         self.rows.append(features)
         self.labels.append(int(bool(relevant)))
 
+    def add_judged(self, features: np.ndarray, known: Mapping[int, bool | None]) -> None:
+        """Add a topic's judged items (those of ``known`` not None), in item order;
+        ``features`` is the topic's item × :data:`RANK_FEATURES` matrix
+        (:func:`rank_features`' first)."""
+        for item in sorted(known):
+            if known[item] is not None:
+                self.add(features[item], known[item])
+
     def current(self):
         n = len(self.labels)
         if n and n >= max(self._fitted_at * 1.1, self._fitted_at + 1) and 0 < sum(self.labels) < n:
@@ -449,6 +457,7 @@ def learned_ranking(
     sources: Sequence[str] | None = None,
     texts: Sequence[str] | None = None,
     statement: str = "",
+    pooled: PooledModel | None = None,
     seed: int = 0,
 ) -> np.ndarray:
     """One fit of ``order`` (:data:`REFIT_ORDERS`) on the judgments ``known``, as a
@@ -458,9 +467,13 @@ def learned_ranking(
     counting the judged items as taken), then the items in ``known`` by the same scores
     (a task with K > 1 may still owe them judgments).
 
-    It is the first batch of :func:`learned_order` drawn out to the whole topic, with one
-    difference for ``al-rank``: only the topic's own model (there is no model pooled
-    across topics)."""
+    It is the first batch of :func:`learned_order` drawn out to the whole topic: for
+    ``al-rank`` the same scores (:func:`_al_rank_scores`), the mean of the model pooled
+    across topics and the topic's own. ``pooled`` holds the other topics' judged items
+    (:meth:`PooledModel.add_judged`); this topic's are added to it (to a model of this
+    topic alone when None, as :func:`learned_order` does), so pass a fresh model per
+    call. The text orders have no pooled model (nor does the simulation give them one)
+    and ignore it."""
     if order not in REFIT_ORDERS:
         raise ValueError(f"a refitted order must be one of {', '.join(REFIT_ORDERS)}, "
                          f"not {order!r}")
@@ -469,10 +482,12 @@ def learned_ranking(
         open_[item] = False
     judged = [i for i in sorted(known) if known[i] is not None]
     if order == "al-rank":
-        pooled, per_ranking = rank_features(rankings, n_items, sources)
-        scores = _al_rank_scores(pooled, np.hstack([pooled, per_ranking]), known, judged,
-                                 None)
-        first = _explored(scores, pooled[:, 0], open_, int(open_.sum()), len(known))
+        features, per_ranking = rank_features(rankings, n_items, sources)
+        shared = PooledModel() if pooled is None else pooled
+        shared.add_judged(features, known)
+        scores = _al_rank_scores(features, np.hstack([features, per_ranking]), known,
+                                 judged, shared)
+        first = _explored(scores, features[:, 0], open_, int(open_.sum()), len(known))
     else:
         docs, seed_doc = _cal_docs(rankings, n_items, texts, statement, sources,
                                    order == "cal")

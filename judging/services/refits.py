@@ -20,6 +20,14 @@ ledger (:mod:`jobs.leases`, kind ``refit``):
   held; a fit whose lease was taken over is discarded. It computes with one BLAS thread,
   so a fit never takes every core from the processes that answer assessors.
 
+``al-rank`` scores as the simulation does (:func:`judging.learned.learned_ranking`): the
+mean of the topic's own model and of a model pooled across topics on the rank features,
+which learns from the labelled items of this topic and of the task's other topics. To
+keep a refit bounded on a big task (each other topic costs reading its rankings and
+labels), the pooled model reads at most :data:`POOLED_TOPICS` other topics: those with the
+most recent labels. Unlike the simulation's pooled model, which is refitted when the
+judgments grew by 10%, it is fitted on the current labels at every refit.
+
 A lost wake-up or a dead worker is the reconciler's (``jobs``) to repair, as for every
 other kind of job. A revision does not move the done count, so it is read at the next
 fit that new judgments bring.
@@ -32,7 +40,7 @@ from typing import Callable
 
 import numpy as np
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Max
 from django.utils import timezone
 from threadpoolctl import threadpool_limits
 
@@ -49,6 +57,10 @@ REFIT_GROWTH = 0.1
 #: the seed of the random negatives of the text orders (one fit is then a function of
 #: the judgments)
 REFIT_SEED = 0
+#: the most other topics of the task whose labelled items an ``al-rank`` refit's model
+#: pooled across topics learns from: those labelled most recently (the simulation pools
+#: every topic; reading each topic's rankings at every refit would not stay bounded)
+POOLED_TOPICS = 20
 
 
 def refit_due(queued_done: int, slots_done: int) -> bool:
@@ -115,18 +127,60 @@ def stored_ranking(task: JudgingTask, topic: str, *, now=None) -> np.ndarray | N
     return np.frombuffer(ranking, dtype="<i4") if ranking else None
 
 
-def topic_known(task: JudgingTask, topic: str) -> dict[int, bool]:
-    """``{0-based item position: relevant}`` from the topic's current labels: relevant
-    when at least half of the item's assessors with a grade gave some intent a grade above
-    0 (a label the assessor could not judge is no vote)."""
-    votes: dict[int, dict[str, bool]] = {}
-    for pos, assessor, grade in (
-            Label.objects.filter(judgment_set_id=task.judgment_set_id, topic_id=topic,
-                                 current=True, item__isnull=False, grade__isnull=False)
-            .values_list("item__position", "assessor", "grade")):
-        mine = votes.setdefault(pos - 1, {})
+def _graded(task: JudgingTask):
+    """The task's current labels that count as votes (of an item, with a grade)."""
+    return Label.objects.filter(judgment_set_id=task.judgment_set_id, current=True,
+                                item__isnull=False, grade__isnull=False)
+
+
+def topics_known(task: JudgingTask, topics) -> dict[str, dict[int, bool]]:
+    """``{topic: {0-based item position: relevant}}`` from the current labels of
+    ``topics`` (one query): relevant when at least half of the item's assessors with a
+    grade gave some intent a grade above 0 (a label the assessor could not judge is no
+    vote). A topic without such labels is absent."""
+    votes: dict[str, dict[int, dict[str, bool]]] = {}
+    for topic, pos, assessor, grade in (
+            _graded(task).filter(topic_id__in=list(topics))
+            .values_list("topic_id", "item__position", "assessor", "grade")):
+        mine = votes.setdefault(topic, {}).setdefault(pos - 1, {})
         mine[assessor] = mine.get(assessor, False) or grade > 0
-    return {item: 2 * sum(v.values()) >= len(v) for item, v in votes.items()}
+    return {topic: {item: 2 * sum(v.values()) >= len(v) for item, v in items.items()}
+            for topic, items in votes.items()}
+
+
+def topic_known(task: JudgingTask, topic: str) -> dict[int, bool]:
+    """``{0-based item position: relevant}`` from the topic's current labels
+    (:func:`topics_known`)."""
+    return topics_known(task, [topic]).get(topic, {})
+
+
+def _sources(sources: list[str], rankings: list) -> list[str] | None:
+    """A topic's ranking sources, None (all system) when they do not match its rankings."""
+    return sources if len(sources) == len(rankings) else None
+
+
+def pooled_model(task: JudgingTask, topic: str) -> learned.PooledModel:
+    """The model pooled across topics for an ``al-rank`` fit of ``topic``, holding the
+    labelled items of at most :data:`POOLED_TOPICS` other topics of the task, those with
+    the most recent labels first (:func:`judging.learned.learned_ranking` adds the
+    topic's own)."""
+    others = list(_graded(task).exclude(topic_id=topic).values("topic_id")
+                  .annotate(last=Max("id")).order_by("-last", "topic_id")
+                  .values_list("topic_id", flat=True)[:POOLED_TOPICS])
+    known = topics_known(task, others)
+    rows = {t: (size, ranks, offsets, sources) for t, size, ranks, offsets, sources in
+            TaskTopic.objects.filter(task=task, topic_id__in=others).values_list(
+                "topic_id", "size", "rankings", "offsets", "refit__sources")}
+    model = learned.PooledModel()
+    for other in others:
+        if other not in rows or other not in known:
+            continue
+        size, ranks, offsets, sources = rows[other]
+        rankings = priority.unpack_rankings(ranks, offsets)
+        features, _ = learned.rank_features(rankings, size,
+                                            _sources(sources or [], rankings))
+        model.add_judged(features, known[other])
+    return model
 
 
 def _topic_texts(task: JudgingTask, topic: str, n_items: int) -> tuple[list[str], str]:
@@ -179,12 +233,13 @@ def topic_refit(refit_id: int, *, retry_on: tuple[type[BaseException], ...] = ()
             if task.order in learned.TEXT_ORDERS:
                 texts, statement = _topic_texts(task, tt.topic_id, tt.size)
                 extra = {"texts": texts, "statement": statement}
+            elif task.order == "al-rank":
+                extra = {"pooled": pooled_model(task, tt.topic_id)}
             # one BLAS thread: the fit shares the machine with the assessors' requests
             with threadpool_limits(limits=1, user_api="blas"):
                 ranking = learned.learned_ranking(
                     task.order, rankings, tt.size, known,
-                    sources=(refit.sources if len(refit.sources) == len(rankings) else None),
-                    seed=REFIT_SEED, **extra)
+                    sources=_sources(refit.sources, rankings), seed=REFIT_SEED, **extra)
             if fitted is not None:
                 fitted()
             with transaction.atomic():

@@ -14,8 +14,8 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from jobs import leases
-from judging import learned, services
-from judging.models import JudgingSlot, TopicRefit
+from judging import learned, priority, services
+from judging.models import JudgingSlot, TaskTopic, TopicRefit
 from judging.services import refits
 from pooling.selectors import pool_documents
 
@@ -134,6 +134,78 @@ def test_the_worker_fits_from_the_judgments_and_the_queue_follows(tmp_path, woke
     assert sorted(again.tolist()) == list(range(8))
     assert set(again[4:].tolist()) == set(known)  # judged items last
     assert chosen(services.batch_lease(t, "a")) == picks(docs, again[:4])
+
+
+def rankings_of(t, topic):
+    tt = TaskTopic.objects.get(task=t, topic_id=topic)
+    return priority.unpack_rankings(tt.rankings, tt.offsets)
+
+
+def label(t, topic, known):
+    """Judge the topic's items at the 0-based positions of ``known`` (relevant or not)."""
+    ids = dict(t.items.filter(topic_id=topic).values_list("position", "id"))
+    for pos, rel in known.items():
+        services.judgment_submit(t, "a", ids[pos + 1], {"": int(rel)},
+                                 submit_key=f"{topic}-{pos}")
+
+
+def test_al_rank_refits_pool_the_other_topics_labels_as_the_simulation_does(tmp_path, woken):
+    pool = make_pool(tmp_path, topics=("1", "2", "3"), docs=10)
+    t = task(pool, redundancy=1)
+    sources = ["system", "system"]
+    # pool positions go by the best rank (r1 has d1..d10, r2 d10..d1): 0 and 1 are first
+    # in some ranking, 8 and 9 fifth in both. Topic 1: the middle of both rankings
+    # relevant, their tops not; topic 2: one label, too few for a model of its own;
+    # topic 3: none
+    known1 = {0: False, 1: False, 2: False, 3: False, 8: True, 9: True}
+    known2 = {2: True}
+    label(t, "1", known1)
+    label(t, "2", known2)
+    stored = {}
+    for topic in ("1", "2"):
+        refit = refits.topic_refit(refit_of(t, topic).pk)
+        assert refit.status == "done"
+        stored[topic] = np.frombuffer(bytes(refit.ranking), "<i4").tolist()
+    features = {topic: learned.rank_features(rankings_of(t, topic), 10, sources)
+                for topic in ("1", "2")}
+
+    # the simulation's scoring on the same labels: topic 2's first document is the one
+    # the simulation (learned_order, its model shared with topic 1) would judge next
+    shared = learned.PooledModel()
+    for pos, rel in known1.items():
+        shared.add(features["1"][0][pos], rel)
+    assert stored["2"][0] == next(learned.learned_order(
+        "al-rank", rankings_of(t, "2"), 10, dict(known2), sources=sources, pooled=shared))
+    # and the whole stored order is its scores drawn out to the topic
+    for topic, other, known, known_other in (("2", "1", known2, known1),
+                                             ("1", "2", known1, known2)):
+        pooled = learned.PooledModel()
+        pooled.add_judged(features[other][0], known_other)
+        assert stored[topic] == learned.learned_ranking(
+            "al-rank", rankings_of(t, topic), 10, known, sources=sources,
+            pooled=pooled).tolist()
+
+    # the topic's own model alone (topic 2's cannot be fitted: the fusion prior) would
+    # start at the tops of the rankings; the model pooled with topic 1 starts mid-way
+    X2, per_ranking = features["2"]
+    alone = learned._al_rank_scores(X2, np.hstack([X2, per_ranking]), known2, [2], None)
+    open_ = np.ones(10, dtype=bool)
+    open_[2] = False
+    assert learned._explored(alone, X2[:, 0], open_, 9, 1)[:2] == [0, 1]
+    assert stored["2"][:2] == [8, 9]
+
+
+def test_the_pooled_model_reads_the_most_recently_labelled_other_topics(
+        tmp_path, woken, monkeypatch):
+    pool = make_pool(tmp_path, topics=("1", "2", "3"), docs=6)
+    t = task(pool, redundancy=1)
+    label(t, "3", {0: True, 1: False})
+    label(t, "1", {0: True, 1: False, 2: False})
+    label(t, "2", {5: True})
+    assert refits.pooled_model(t, "2").labels == [1, 0, 0, 1, 0]  # topic 1's, then 3's
+    monkeypatch.setattr(refits, "POOLED_TOPICS", 1)
+    assert refits.pooled_model(t, "2").labels == [1, 0, 0]  # topic 1: labelled last
+    assert refits.pooled_model(t, "1").labels == [1]  # topic 2
 
 
 def test_judgments_queue_the_next_fit_and_the_request_never_fits(

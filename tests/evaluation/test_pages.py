@@ -205,11 +205,15 @@ def test_judgment_menus_offer_the_chosen_topic_sets_own(staff, small):
     theirs = small / "theirs.txt"
     theirs.write_text("1 0 d1 1\n")
     qrels_import(theirs, format="adhoc", name="theirs", topic_set_name="far")
+    # topic 1 only: both "small" and "far" hold it, so the import chose no topic set
+    judgments_import(theirs, format="adhoc", name="loose")
     everything = _options(staff.get("/evaluation/new/evaluate/").content.decode())
-    assert {"judgments:nist", "qrels:nist-qrels", "qrels:theirs", "judgments:crowd"} <= everything
+    assert {"judgments:nist", "qrels:nist-qrels", "qrels:theirs", "judgments:loose"} <= everything
     own = _options(staff.get("/evaluation/new/evaluate/?topic_set=small").content.decode())
-    assert {"judgments:nist", "judgments:other", "qrels:nist-qrels", "qrels:div"} <= own
-    assert "qrels:theirs" not in own and "judgments:crowd" not in own  # crowd: no topic set
+    # crowd: imported without --topic-set, its topics are held by "small" alone
+    assert {"judgments:nist", "judgments:other", "qrels:nist-qrels", "qrels:div",
+            "judgments:crowd"} <= own
+    assert "qrels:theirs" not in own and "judgments:loose" not in own  # loose: no topic set
     far = _options(staff.get("/evaluation/new/variability/?topic_set=far").content.decode())
     assert "qrels:theirs" in far and "judgments:nist" not in far
     r = staff.post("/evaluation/new/evaluate/", {"topic_set": "small", "source": "qrels:theirs",
@@ -219,8 +223,8 @@ def test_judgment_menus_offer_the_chosen_topic_sets_own(staff, small):
     assert "judgment set &#x27;theirs&#x27; is of topic set &#x27;far&#x27;, not of &#x27;small&#x27;" in page
     assert "qrels:theirs" not in _options(page)  # the menu shown again is narrowed too
     r = staff.post("/evaluation/new/rank_correlation/", {"topic_set": "small", "source": "judgments:nist",
-                                                         "source_b": "judgments:crowd", "measure": "AP"})
-    assert "judgment set &#x27;crowd&#x27; belongs to no topic set" in r.content.decode()
+                                                         "source_b": "judgments:loose", "measure": "AP"})
+    assert "judgment set &#x27;loose&#x27; belongs to no topic set" in r.content.decode()
     r = staff.post("/evaluation/new/variability/", {"topic_set": "small", "source": "qrels:nope", "measure": "AP"})
     assert "no judgment set &#x27;nope&#x27; of topic set &#x27;small&#x27;" in r.content.decode()
     # no topic set submitted, but runs of one: that topic set's judgment sets

@@ -251,3 +251,36 @@ def test_a_nul_byte_is_an_input_error_with_line_and_column(tmp_path):
     p.write_bytes(b"1\tok\n2\tb\x00d\n")
     with pytest.raises(InputError, match=r"n\.tsv, line 2: a NUL byte \(0x00\) at column 4"):
         list(fileio.open_lines(p))
+
+
+def test_the_printable_ascii_shortcut_accepts_and_refuses_as_the_full_check():
+    """Ids of printable ASCII without a blank skip the character-by-character check; every
+    ASCII character in every place, and the length and emptiness limits, are decided as
+    the full check decides them."""
+    from common import fileio
+
+    cases = [f"{a}{c}{b}" for c in map(chr, range(128)) for a, b in (("", ""), ("x", ""), ("x", "y"))]
+    cases += ["", "a" * 200, "a" * 201, "doc-1_ok.txt", "caf\u00e9"]
+
+    def outcome(value):
+        try:
+            return fileio.clean_id(value, max_chars=200)
+        except ValueError as exc:
+            return f"refused: {exc}"
+
+    fast = [outcome(v) for v in cases]
+    assert fast == [_full_check(v) for v in cases]
+    assert sum(x.startswith("refused") for x in fast) > 30  # controls, blanks, "", too long
+
+
+def _full_check(value):
+    """clean_id without the shortcut: a str subclass is not ``type(value) is str``."""
+    from common import fileio
+
+    class Id(str):
+        pass
+
+    try:
+        return fileio.clean_id(Id(value), max_chars=200)
+    except ValueError as exc:
+        return f"refused: {exc}"

@@ -124,9 +124,9 @@ def parse_numbers(a, starts, ends, integer, out_f, out_i, slow):
 
 
 @njit(cache=True, nogil=True)
-def gather_text(a, starts, ends, width, out):
+def gather_text(a, starts, ends, out):
     """Copy each token ``a[starts[k]:ends[k]]`` to row ``k`` of the zeroed byte matrix
-    ``out`` (``width`` columns)."""
+    ``out`` (as wide as the longest token)."""
     for k in range(len(starts)):
         s = starts[k]
         m = ends[k] - s

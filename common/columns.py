@@ -86,7 +86,7 @@ class Columns:
         s, e = self.span(j)
         width = int((e - s).max())
         out = np.zeros((self.rows, width), dtype=np.uint8)
-        _scan().gather_text(self.data, s, e, width, out)
+        _scan().gather_text(self.data, s, e, out)
         return out.view(f"S{width}").ravel()
 
     def _numbers(self, j: int, integer: bool) -> np.ndarray:
@@ -96,8 +96,8 @@ class Columns:
             return out
         s, e = self.span(j)
         slow = np.zeros(n, dtype=np.bool_)
-        dummy_f, dummy_i = (np.zeros(0), out) if integer else (out, np.zeros(0, np.int64))
-        if _scan().parse_numbers(self.data, s, e, integer, dummy_f, dummy_i, slow):
+        out_f, out_i = (np.zeros(0), out) if integer else (out, np.zeros(0, np.int64))
+        if _scan().parse_numbers(self.data, s, e, integer, out_f, out_i, slow):
             convert = int if integer else float
             raw = self.data
             at = np.flatnonzero(slow)
@@ -181,8 +181,8 @@ def _blocks(path, block_bytes: int):
 
 
 def _parse_block(data: np.ndarray, ncols: int, at_least: bool) -> Columns:
-    # sixteen blanks in front and eight NULs behind the last line end (which the scan
-    # stops at): every token's first and last 8 bytes lie inside the buffer
+    # the blocks keep the blanks in front and the NULs behind that the earlier word-at-a-
+    # time reads needed; the scan starts after the blanks and stops before the NULs
     scan = _scan()
     a = data[:-len(_TAIL)]
     if len(a) >= 1 << 31:

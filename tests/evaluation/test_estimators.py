@@ -89,8 +89,12 @@ def test_statap_by_hand_with_its_jackknife_variance():
     v = ((1 - 2 / 3) * 0.5 * sum((x - np.mean(s1)) ** 2 for x in s1)
          + (1 - 1 / 2) * 0.5 * sum((x - np.mean(s2)) ** 2 for x in s2))
     assert got["AP"]["se"] == pytest.approx(math.sqrt(v), abs=1e-12)
+    # the jackknife's bias: Σ_h (1 − f_h)(n_h − 1)(θ̄_h − θ̂)
+    bias = (1 - 2 / 3) * (np.mean(s1) - 4 / 3.5) + (1 - 1 / 2) * (np.mean(s2) - 4 / 3.5)
+    assert got["AP"]["corrected"] == pytest.approx(4 / 3.5 - bias, abs=1e-12)
+    # the interval spans both centres (here the estimate is the lower one), cut at 1
     assert got["AP"]["low"] == pytest.approx(4 / 3.5 - 1.959963984540054 * math.sqrt(v))
-    assert got["AP"]["high"] == 1.0  # cut at 1
+    assert got["AP"]["high"] == 1.0
 
 
 def test_jackknife_of_a_linear_estimate_is_the_textbook_variance():

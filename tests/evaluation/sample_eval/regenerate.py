@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import io
 import subprocess
 import sys
 from pathlib import Path
@@ -84,10 +85,13 @@ def inputs() -> None:
                 rows.append((topic, u.docid, str(u.stratum), grade))
                 if u.drawn:
                     judged.append((topic, u.docid, grade, u.probability))
-        with gzip.open(HERE / f"{name}.sample-eval.gz", "wt") as fh:
-            prels.write_sample_eval(fh, rows)
-        with gzip.open(HERE / f"{name}.prels.gz", "wt") as fh:
-            prels.write_prels(fh, judged)
+        for suffix, write, data in (("sample-eval", prels.write_sample_eval, rows),
+                                    ("prels", prels.write_prels, judged)):
+            text = io.StringIO()
+            write(text, data)
+            # no time or name in the gzip header: the same sample, the same bytes
+            (HERE / f"{name}.{suffix}.gz").write_bytes(
+                gzip.compress(text.getvalue().encode("utf-8"), mtime=0))
 
 
 def outputs(sample_eval: str | None, statap: str | None, scratch: Path) -> None:

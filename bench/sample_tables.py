@@ -116,7 +116,9 @@ def text_runs(key: str, fresh: bool) -> list[Path]:
     if fresh or not index.is_dir():
         shutil.rmtree(folder, ignore_errors=True)
         (folder / "json").mkdir(parents=True)
-        write_json_collection(read_collection(CORPORA / doc_path, doc_fmt), folder / "json")
+        # documents with no text (two of Cranfield's) are left out, as --skip-empty does
+        write_json_collection((d for d in read_collection(CORPORA / doc_path, doc_fmt, allow_empty=True)
+                               if d.contents.strip()), folder / "json")
         anserini.index_build(folder / "json", index)
     topics = read_topics(CORPORA / q_path, q_fmt, ids=ids)
     queries = {"full": {t.topic_id: t.description or t.title for t in topics}}

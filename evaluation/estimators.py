@@ -86,6 +86,7 @@ __all__ = [
     "estimated_names",
     "parse_estimated_measures",
     "ranking_order",
+    "run_rankings",
 ]
 
 ESTIMATORS = ("infap", "xinf", "statap")
@@ -156,6 +157,17 @@ def ranking_order(docids: Sequence[str], scores: Sequence[float]) -> list[str]:
     pairs = sorted(zip(scores, docids), key=lambda p: p[1], reverse=True)
     pairs.sort(key=lambda p: p[0], reverse=True)
     return [d for _, d in pairs]
+
+
+def run_rankings(per_topic: Mapping[str, tuple[Sequence[str], Sequence[float], Sequence[int]]],
+                 order: str = "trec_eval") -> dict[str, list[str]]:
+    """``{topic: docids}`` of a run read as ``(docids, scores, ranks)`` per topic, in
+    ``trec_eval`` order (:func:`ranking_order`) or by the ``rank`` column."""
+    if order == "rank":
+        return {t: [d for _, d in sorted(zip(k, docs))] for t, (docs, _, k) in per_topic.items()}
+    if order != "trec_eval":
+        raise InputError("--order", None, f"unknown order {order!r}; use trec_eval or rank")
+    return {t: ranking_order(docs, scores) for t, (docs, scores, _) in per_topic.items()}
 
 
 # --------------------------------------------------------------------------- one topic

@@ -124,6 +124,8 @@ def manage_export(request, name, fmt):
     try:
         if fmt == "raw":
             labelfiles.write_raw(response, selectors.raw_rows(task.judgment_set))
+        elif fmt in selectors.SAMPLE_FORMATS:
+            selectors.sample_export_write(response, task.judgment_set, fmt, aggregate)
         else:
             labelfiles.write_qrels(response, selectors.qrels_lines(
                 task.judgment_set, fmt, aggregate=aggregate, adhoc_intent=adhoc_intent))

@@ -24,9 +24,11 @@ draws from the pool, so that is what it estimates. For each data set, estimator 
 the script draws every topic's sample (strata ``depth:10,20,50``, 20% of each topic's
 pool unless ``--budget`` says otherwise), estimates each system's MAP and nDCG@20 with
 its 95% interval, and reports Kendall's τ_b between the systems' orderings by the
-estimates and by the whole pool (mean and smallest over the seeds) and the share of the
-(system, seed) intervals that hold the whole pool's value (and, for information, the
-share of the per-topic intervals that hold the topic's value).
+estimates and by the whole pool (mean and smallest over the seeds), how many pairs of
+systems are closer than 0.01 in the whole pool's values (a sample cannot be expected to
+order those), and the share of the (system, seed) intervals that hold the whole pool's
+value (and, for information, the share of the per-topic intervals that hold the topic's
+value).
 
 Usage::
 
@@ -69,6 +71,8 @@ POOL_P = 0.95
 RUN_DEPTH = 100
 ESTIMATORS = ("xinf", "statap")
 MEASURES = ("AP", "nDCG@20")
+#: two systems whose whole-pool values differ by less than this are "close"
+CLOSE = 0.01
 
 #: collection: (label, documents (path, format), topics (path, format, ids), qrels (path,
 #: format, id map))
@@ -218,8 +222,11 @@ def measure_one(key: str, estimators, seeds: int, spec, budget, fresh: bool) -> 
                     for topic, v in est[t]["per_topic"].items():
                         topic_cover[m][0] += v[m]["low"] - 1e-12 <= full[t]["per_topic"][topic][m] <= v[m]["high"] + 1e-12
                         topic_cover[m][1] += 1
+        close = {m: sum(abs(full[a]["mean"][m] - full[b]["mean"][m]) < CLOSE
+                        for i, a in enumerate(tags) for b in tags[i + 1:]) for m in MEASURES}
         rows.append({
-            "data": label, "key": key, "estimator": estimator, "systems": len(tags), "topics": len(pool),
+            "data": label, "pairs": len(tags) * (len(tags) - 1) // 2,
+            **{f"close_{m}": close[m] for m in MEASURES}, "key": key, "estimator": estimator, "systems": len(tags), "topics": len(pool),
             "pool": sum(len(d) for d, _, _ in pool.values()), "judged_share": float(np.mean(shares)),
             "seeds": seeds, "seconds": round(time.monotonic() - started, 1),
             **{f"tau_{m}_mean": float(np.mean(taus[m])) for m in MEASURES},
@@ -232,13 +239,15 @@ def measure_one(key: str, estimators, seeds: int, spec, budget, fresh: bool) -> 
 
 
 def markdown(rows: list[dict]) -> str:
-    head = ["data", "estimator", "systems × topics", "judged", "MAP τ_b mean (min)",
+    head = ["data", "estimator", "systems × topics", "judged", "pairs closer than 0.01 (MAP / nDCG@20)",
+            "MAP τ_b mean (min)",
             "nDCG@20 τ_b mean (min)", "MAP intervals covering", "nDCG@20 intervals covering",
             "per-topic AP / nDCG@20 covering", "mean interval width MAP / nDCG@20"]
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         out.append("| " + " | ".join([
             r["data"], r["estimator"], f"{r['systems']} × {r['topics']}", f"{100 * r['judged_share']:.1f}%",
+            f"{r['close_AP']} / {r['close_nDCG@20']} of {r['pairs']}",
             f"{r['tau_AP_mean']:.3f} ({r['tau_AP_min']:.3f})",
             f"{r['tau_nDCG@20_mean']:.3f} ({r['tau_nDCG@20_min']:.3f})",
 

@@ -18,22 +18,24 @@ weight ``W(d)``, as :mod:`pooling.pools` computes them):
 2. **Allocation** of the topic's budget ``n`` (a number of documents, or a share of the
    topic's pool): every stratum first gets ``min(2, N_h)`` documents (two, so that the
    variance of the stratum can be estimated); the rest goes to the strata in proportion
-   to ``N_h · w̄_h^α`` with ``w̄_h`` the stratum's mean prior weight and ``α = 0.75``,
-   capped at the stratum's size, whatever a cap leaves over going to the other strata in
-   the same proportion; whole numbers by largest remainder (ties to the upper stratum).
-   A budget smaller than the minimums goes two by two to the strata from the top.
-   Why ``α = 0.75``: taking ``w̄_h`` as a stand-in for the stratum's share of relevant
-   documents ``p_h``, Neyman's allocation for the number of relevant documents
-   (``n_h ∝ N_h·S_h``, Cochran 1977 §5.5, with ``S_h ≈ √p_h`` as relevant documents are
-   rare) is ``α = 0.5``, and sampling in proportion to the prior itself, as statAP's
-   sampling does, is ``α = 1``. The top of the pool decides nDCG@20 and most of AP and
-   favours ``α = 1``; but the deep strata are then sampled so thinly (3% against 84% at
-   the top of the CACM pools) that a relevant document found there stands for dozens,
-   and the estimates of MAP were biased by more than their standard error (their 95%
-   intervals held the value in 71–88% of cases). ``α = 0.5`` kept the intervals honest
-   but ordered the systems worse; ``α = 0.75`` kept the intervals' coverage at 93–98% on
-   Web 2011 and CACM, the two collections it was chosen on
-   (``bench/sample_tables.py``; the other text collections were measured after).
+   to ``N_h · √w̄_h`` with ``w̄_h`` the stratum's mean prior weight, capped at the
+   stratum's size, whatever a cap leaves over going to the other strata in the same
+   proportion; whole numbers by largest remainder (ties to the upper stratum). A budget
+   smaller than the minimums goes two by two to the strata from the top. That is
+   Neyman's allocation (``n_h ∝ N_h·S_h``, Cochran 1977 §5.5) for estimating the number
+   of relevant documents, taking ``w̄_h`` as a stand-in for the stratum's share of
+   relevant documents ``p_h`` and ``S_h = √(p_h(1 − p_h)) ≈ √p_h`` (relevant documents
+   are rare): the top strata are sampled at higher rates, but not so much higher that a
+   relevant document found deep in the pool, standing for ``1/π`` documents, is rarely
+   seen and then swamps the estimates. Measured (``bench/sample_tables.py``): sampling in
+   proportion to the prior itself (``N_h·w̄_h``, as statAP's sampling does) took the
+   deepest stratum of the CACM pools at 3% and the top at 84%, and the 95% intervals of
+   MAP held the whole pool's value in 71–88% of cases; ``N_h·w̄_h^0.75``, first chosen
+   on Web 2011 and CACM for its better ordering of the systems, held it in only 31–95% on
+   Cranfield, CISI and NPL (a few deep relevant documents, rarely drawn, left the
+   number of relevant documents underestimated and the estimates too high); Neyman's allocation (``N_h·w̄_h^0.5``, :data:`ALLOCATION_EXPONENT`)
+   held it in 87–100% on all six collections, at the cost of a worse ordering where
+   the systems are close.
 3. **Draw.** Within stratum ``h`` a simple random sample without replacement of ``n_h``
    of its ``N_h`` documents: each has inclusion probability ``π = n_h / N_h``, the
    probability recorded on the item. The drawn documents are judged in a random order
@@ -72,8 +74,8 @@ DEFAULT_STRATA = "depth:10,20,50"
 MIN_PER_STRATUM = 2
 MAX_STRATA = 20
 #: the allocation's exponent α: stratum h gets documents in proportion to N_h · w̄_h^α
-#: (module docstring, step 2)
-ALLOCATION_EXPONENT = 0.75
+#: (module docstring, step 2; 0.5: Neyman's allocation)
+ALLOCATION_EXPONENT = 0.5
 
 
 @dataclass(frozen=True)

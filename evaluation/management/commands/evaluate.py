@@ -21,7 +21,7 @@ class Command(ManifestMixin, BaseCommand):
             "any other measure ir_measures computes here (e.g. Judged@10, infAP, Bpref, SetF) goes "
             "through ir_measures, and a note after the values says so. With --estimator, the "
             "measures (AP, nDCG, nDCG@k, P@k) are estimated from a judged sample — a sampled "
-            "judgment set (--judgments) or a TREC prels file (--prels) — with 95%% intervals: "
+            "judgment set (--judgments) or a TREC prels file (--prels) — with 95% intervals: "
             "infap (Yilmaz & Aslam's infAP, one stratum), xinf (xinfAP and infNDCG as TREC's "
             "sample_eval.pl computes them) or statap (statAP as statAP_MQ_eval_v3.pl).")
 

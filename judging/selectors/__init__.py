@@ -41,6 +41,7 @@ from .samples import (
     judgment_set_sample,
     judgment_set_sampled,
     prels_rows,
+    sample_design_of,
     sample_eval_rows,
     sample_export_write,
 )
@@ -80,6 +81,7 @@ __all__ = [
     "judgment_set_sample",
     "judgment_set_sampled",
     "prels_rows",
+    "sample_design_of",
     "sample_eval_rows",
     "sample_export_write",
     "task_export_formats",

@@ -4,13 +4,19 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ..models import JudgmentSet, SampleUnit
+from ..models import JudgmentSet, SampleDesign, SampleUnit
 from ..prels import TopicSample, write_prels, write_sample_eval
 from .qrels import qrels_lines
 
 
 def judgment_set_sampled(jset: JudgmentSet) -> bool:
     return SampleUnit.objects.filter(judgment_set=jset).exists()
+
+
+def sample_design_of(jset: JudgmentSet) -> SampleDesign | None:
+    """How a sampled judgment set drew its sample; ``None`` for a set that is not a
+    sample."""
+    return SampleDesign.objects.filter(judgment_set=jset).first()
 
 
 def _units(jset: JudgmentSet):

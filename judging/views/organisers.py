@@ -46,6 +46,7 @@ def manage_task(request, name):
         "stop_form": StopRuleForm(initial={"rule": task.stop_rule}),
         "invites": selectors.task_invites(task), "invite_form": InviteForm(),
         "new_invite": new_invite_pop(request, task),
+        "sample_design": selectors.sample_design_of(task.judgment_set),
     })
 
 

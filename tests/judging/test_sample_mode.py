@@ -280,6 +280,7 @@ def test_the_task_page_offers_the_sample_exports(web, staff):
     task = services.judging_task_create(pool=pool, name="s", mode="sample", sample_budget="30%")
     _judge_all(task, grades, limit=7)
     page = staff.get("/judging/manage/s/").content.decode()
+    assert "strata <code>depth:10,20,50</code>, budget 30% per topic, seed 0" in page
     for fmt in ("prels", "sample-eval"):
         assert f"/judging/manage/s/export/{fmt}/" in page
         r = staff.get(f"/judging/manage/s/export/{fmt}/")

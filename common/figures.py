@@ -36,6 +36,7 @@ __all__ = [
     "category_ticks",
     "csv_text",
     "histogram_rows",
+    "interval_figure",
     "line_figure",
     "new_figure",
     "render",
@@ -289,6 +290,32 @@ def bar_figure(rows: Sequence[dict], x: str, y: str, *, series: str | None = Non
         _log_axis(ax.yaxis)
     else:
         _linear_axis(ax.yaxis)
+    _legend(ax, len(groups))
+    return fig
+
+
+def interval_figure(rows: Sequence[dict], x: str, y: str, low: str, high: str, *,
+                    series: str | None = None, title: str = "", xlabel: str = "",
+                    ylabel: str = "") -> Figure:
+    """A point at ``y`` with a bar from ``low`` to ``high`` for each category ``x``
+    (first-seen order), side by side by ``series``: estimates with their intervals."""
+    _check(rows, x, y, series)
+    _check(rows, low, high)
+    fig, ax = _axes(title, xlabel or x, ylabel or y)
+    cats = list(dict.fromkeys(str(r[x]) for r in rows))
+    groups = _series(rows, series)
+    width = 0.6 / len(groups)
+    for i, (name, group) in enumerate(groups):
+        at = {c: n for n, c in enumerate(cats)}
+        xs = [at[str(r[x])] + (i - (len(groups) - 1) / 2) * width for r in group]
+        ys = [r[y] for r in group]
+        err = [[max(0.0, r[y] - r[low]) for r in group], [max(0.0, r[high] - r[y]) for r in group]]
+        ax.errorbar(xs, ys, yerr=err, fmt="o", markersize=4, capsize=3, linewidth=1.2,
+                    color=COLOURS[i % len(COLOURS)], label=name or None)
+    _category_ticks(ax, cats)
+    ax.set_xlim(-0.6, len(cats) - 0.4)
+    ax.grid(False, axis="x")
+    _linear_axis(ax.yaxis)
     _legend(ax, len(groups))
     return fig
 

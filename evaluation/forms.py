@@ -130,15 +130,55 @@ class _RunsForm(forms.Form):
 class EvaluateForm(_RunsForm):
     measures = forms.CharField(initial="AP nDCG@10 P@10 RR", help_text='e.g. "AP nDCG@20 P@10 RBP(p=0.8)" '
                                "or diversity measures with diversity qrels")
+    estimator = forms.ChoiceField(
+        required=False, initial="", label="estimate from a sample",
+        choices=[("", "no: the judgments are complete"),
+                 ("xinf", "xinf: xinfAP and infNDCG (sample_eval.pl)"),
+                 ("statap", "statap: statAP (statAP_MQ_eval_v3.pl)"),
+                 ("infap", "infap: infAP (one uniform sample)")],
+        help_text="for a judgment set judged as a sample (a task in sample mode): AP, nDCG, nDCG@k "
+                  "and P@k estimated with 95% intervals")
     complete = forms.BooleanField(required=False, help_text="average over every judged topic (trec_eval -c)")
     order = forms.ChoiceField(choices=[(o, o) for o in ORDERS], initial="trec_eval")
 
     def clean_measures(self):
-        return _check_measures(self.cleaned_data["measures"])
+        return self.cleaned_data["measures"].strip()
+
+    def clean(self):
+        data = super().clean()
+        text = data.get("measures")
+        if text is None:
+            return data
+        try:
+            if data.get("estimator"):
+                from evaluation.estimators import parse_estimated_measures
+
+                parse_estimated_measures(text)
+            else:
+                _check_measures(text)
+        except forms.ValidationError as exc:
+            self.add_error("measures", exc)
+        except fileio.InputError as exc:
+            self.add_error("measures", str(exc))
+        if data.get("estimator") and data.get("source"):
+            from judging.selectors import judgment_set_get, judgment_set_sampled
+
+            name = _source_name(data["source"])
+            try:
+                sampled = judgment_set_sampled(judgment_set_get(name))
+            except ValueError:
+                sampled = True  # the menu's own check names an unknown set
+            if not sampled:
+                self.add_error("source", f"judgment set {name} was not judged as a sample: choose one "
+                                         "judged in sample mode, or no estimator")
+        return data
 
     def params(self) -> dict:
         d = self.cleaned_data
-        return {**super().params(), "measures": d["measures"], "complete": d["complete"], "order": d["order"]}
+        params = {**super().params(), "measures": d["measures"], "complete": d["complete"], "order": d["order"]}
+        if d.get("estimator"):
+            params["estimator"] = d["estimator"]
+        return params
 
 
 class RankCorrelationForm(_RunsForm):

@@ -64,7 +64,31 @@ def _conventions(measures_text: str) -> list[str]:
     return [s.convention for s in measures.parse_measures(measures_text) if s.convention]
 
 
+def _estimate(p: dict) -> dict:
+    """Measures estimated from a sampled judgment set (``evaluate --estimator``)."""
+    from evaluation import estimators
+    from evaluation.selectors import judgment_set_sampled_sample, stored_runs
+
+    name = p.get("judgments") or p.get("qrels")
+    try:
+        measures = estimators.parse_estimated_measures(p["measures"])
+        samples = judgment_set_sampled_sample(name)
+        runs = [(tag, estimators.run_rankings(per, p.get("order", "trec_eval")))
+                for tag, _, per in stored_runs(topic_set=p["topic_set"], tags=_run_tags(p["topic_set"], p.get("tags")))]
+        result = estimators.estimate_runs(runs, samples, measures, p["estimator"])
+    except fileio.InputError as exc:
+        raise ValueError(str(exc)) from None
+    names = estimators.estimated_names(p["estimator"], measures)
+    return {"runs": result, "measures": [m.key for m in measures], "qrels": f"sample {name!r}",
+            "estimator": p["estimator"], "estimated_as": names, "confidence": 0.95,
+            "conventions": [f"{p['estimator']}: " + ", ".join(f"{k} is {v}" for k, v in names.items())
+                            + "; 95% intervals from the stratified jackknife, spanning the estimate "
+                            "and its bias-corrected value"]}
+
+
 def evaluate_compute(p: dict, progress: Progress) -> dict:
+    if p.get("estimator"):
+        return _estimate(p)
     runs, keys, source = _evaluate(p["topic_set"], p.get("tags"), p["measures"], p.get("judgments"),
                                    p.get("qrels"), p.get("complete", False), p.get("order", "trec_eval"))
     out = {"runs": runs, "measures": keys, "qrels": source}
@@ -293,7 +317,35 @@ def _table(title: str, rows: list[dict], headings: dict[str, str] | None = None)
     return Table(title, columns, [[r.get(c) for c in columns] for r in rows], headings or {})
 
 
+def _present_estimates(r):
+    keys = r["measures"]
+    names = r["estimated_as"]
+    notes = "".join(f"; {note}" for note in r.get("conventions", []))
+
+    def cells(v: dict) -> list:
+        return [v["estimate"], v["low"], v["high"]]
+
+    columns = ["run"] + [c for k in keys for c in (k, f"{k}_low", f"{k}_high")]
+    headings = {c: h for k in keys for c, h in ((k, f"{k} ({names[k]})"), (f"{k}_low", f"{k}: 95% low"),
+                                                 (f"{k}_high", f"{k}: 95% high"))}
+    tables = [Table(f"Estimated mean over topics ({r['qrels']}){notes}", columns,
+                    [[tag, *[c for k in keys for c in cells(run["mean"][k])]] for tag, run in r["runs"].items()],
+                    headings),
+              Table("Per topic (the per-topic intervals cover less often than the means')", ["run", "topic", *columns[1:]],
+                    [[tag, t, *[c for k in keys for c in cells(v[k])]]
+                     for tag, run in r["runs"].items() for t, v in run["per_topic"].items()], headings)]
+    rows = [{"run": tag, "measure": k, "estimate": run["mean"][k]["estimate"], "low": run["mean"][k]["low"],
+             "high": run["mean"][k]["high"]} for k in keys for tag, run in r["runs"].items()]
+    title = "Estimated means with 95% intervals"
+    plots = {"intervals": Plot(title, rows, lambda rows: figures.interval_figure(
+        rows, "run", "estimate", "low", "high", series="measure", title=title, xlabel="run",
+        ylabel="estimate"))}
+    return tables, plots
+
+
 def _present_evaluate(r):
+    if r.get("estimator"):
+        return _present_estimates(r)
     keys = r["measures"]
     notes = "".join(f"; {note}" for note in r.get("conventions", []))
     tables = [Table(f"Mean over topics ({r['qrels']}){notes}", ["run", *keys],

@@ -134,6 +134,14 @@ class JudgingTaskCreateSerializer(serializers.Serializer):
     stop_rule = serializers.CharField(
         max_length=40, required=False, allow_blank=True, default="",
         help_text="recall:TARGET:CONFIDENCE (e.g. recall:0.9:0.95) or knee; empty: none")
+    sample_budget = serializers.CharField(
+        max_length=20, required=False, allow_null=True, default=None,
+        help_text="sample mode: documents per topic (e.g. 60) or a share of each topic's pool "
+                  "(e.g. 20%)")
+    sample_strata = serializers.CharField(
+        max_length=200, required=False, allow_null=True, default=None,
+        help_text="sample mode: depth:10,20,50 (the default) or rbp:H")
+    sample_seed = serializers.IntegerField(min_value=0, max_value=2**31 - 1, default=0)
 
 
 class JudgmentSetSerializer(serializers.ModelSerializer):
@@ -222,7 +230,9 @@ class JudgingTaskViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet)
             services.judging_task_create, pool=pool_get(d["pool"]), name=d["name"], mode=d["mode"],
             scale=d["scale"], custom_grades=d.get("custom_grades"), redundancy=d["redundancy"],
             order=d["order"], batch=d["batch"], lease_minutes=d["lease_minutes"],
-            assessors=d["assessors"], per_topic=d.get("per_topic"), stop_rule=d["stop_rule"])
+            assessors=d["assessors"], per_topic=d.get("per_topic"), stop_rule=d["stop_rule"],
+            sample_strata=d["sample_strata"], sample_budget=d["sample_budget"],
+            sample_seed=d["sample_seed"])
         return Response(JudgingTaskSerializer(task).data, status=status.HTTP_201_CREATED)
 
 

@@ -115,10 +115,13 @@ class JudgingTask(models.Model):
     MODE_INTENT = "intent"
     MODE_TOPIC = "topic"
     MODE_USER = "user"
+    MODE_SAMPLE = "sample"
     MODE_CHOICES = [
         (MODE_INTENT, "each document against each intent of its topic"),
         (MODE_TOPIC, "each document against the topic statement"),
         (MODE_USER, "each worker against the statement they wrote a query for"),
+        (MODE_SAMPLE, "a stratified random sample of each topic's pool against the topic "
+                      "statement, to estimate the measures"),
     ]
     ORDER_POOL = "pool"
     ORDER_MTF = "mtf"
@@ -293,6 +296,45 @@ class JudgingSlot(models.Model):
                          name="slot_leased_expiry"),
             models.Index(fields=["task", "assessor", "state"], name="slot_task_assessor"),
         ]
+
+
+class SampleDesign(models.Model):
+    """How a sampled judgment set (a task in ``sample`` mode) drew its sample
+    (:mod:`judging.sampling`): the strata, the budget per topic and the seed."""
+
+    judgment_set = models.OneToOneField(JudgmentSet, on_delete=models.CASCADE,
+                                        related_name="sample_design")
+    strata = models.CharField(max_length=200)
+    budget = models.CharField(max_length=20)
+    seed = models.PositiveIntegerField(default=0)
+    created = models.DateTimeField(auto_now_add=True)
+
+
+class SampleUnit(models.Model):
+    """One pooled document of a sampled judgment set's topic: its stratum, the size of the
+    stratum and how many of it were drawn, its inclusion probability (drawn / size) and
+    whether it was drawn (a drawn document is an item of the task). The whole pool is
+    kept, so the estimators know each stratum's size and the ``sample-eval`` export lists
+    the documents not drawn."""
+
+    judgment_set = models.ForeignKey(JudgmentSet, on_delete=models.CASCADE,
+                                     related_name="sample_units")
+    topic_id = models.CharField(max_length=100)
+    docid = models.CharField(max_length=255)
+    position = models.PositiveIntegerField()  # 1-based, in the pool's order
+    stratum = models.PositiveSmallIntegerField()
+    stratum_size = models.PositiveIntegerField()
+    drawn_in_stratum = models.PositiveIntegerField()
+    probability = models.FloatField()
+    drawn = models.BooleanField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["judgment_set", "topic_id", "docid"],
+                                    name="uniq_sample_unit"),
+        ]
+        indexes = [models.Index(fields=["judgment_set", "topic_id", "position"],
+                                name="sample_unit_order")]
 
 
 class TaskAssessor(models.Model):

@@ -225,7 +225,8 @@ def _order_choices():
 class JudgingTaskForm(_Choices):
     pool = forms.ChoiceField(help_text="a finished pool")
     name = forms.CharField(max_length=100)
-    mode = forms.ChoiceField(choices=[("intent", "intent"), ("topic", "topic"), ("user", "user")],
+    mode = forms.ChoiceField(choices=[("intent", "intent"), ("topic", "topic"), ("user", "user"),
+                                      ("sample", "sample (estimate the measures from a sample)")],
                              initial="topic")
     scale = forms.ChoiceField()
     order = forms.ChoiceField(choices=_order_choices, initial="pool", required=False,
@@ -235,6 +236,15 @@ class JudgingTaskForm(_Choices):
         help_text="assessors per document; empty: 1 (leave it empty in user mode, where every "
                   "writer of a topic judges its documents)")
     per_topic = forms.IntegerField(min_value=1, required=False)
+    sample_budget = forms.CharField(
+        required=False, max_length=20, label="sample budget",
+        help_text="sample mode: documents per topic (e.g. 60) or a share of each topic's pool "
+                  "(e.g. 20%)")
+    strata = forms.CharField(
+        required=False, max_length=200,
+        help_text="sample mode: depth:10,20,50 (by the shallowest rank; the default) or rbp:4 "
+                  "(strata of equal RBP prior weight)")
+    seed = forms.IntegerField(required=False, min_value=0, help_text="sample mode: the draw's seed (0)")
     assessors = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}),
                                 help_text="user names, one a line or comma-separated; empty: anyone signed in")
     dynamic = {"pool": _pool_choices, "scale": lambda: _scale_choices()}
@@ -427,7 +437,9 @@ def judging_task_new(request):
     def action(d, request):
         task = judging_task_create(
             pool=pool_get(int(d["pool"])), name=d["name"], mode=d["mode"], scale=d["scale"],
-            order=d["order"] or "pool", redundancy=d["redundancy"], per_topic=d["per_topic"], assessors=d["assessors"])
+            order=d["order"] or "pool", redundancy=d["redundancy"], per_topic=d["per_topic"], assessors=d["assessors"],
+            sample_strata=d["strata"] or None, sample_budget=d["sample_budget"] or None,
+            sample_seed=d["seed"] or 0)
         messages.success(request, f"judging task {task.name!r} created")
         return redirect("judging:manage_task", name=task.name)
     return _form_page(request, JudgingTaskForm, "Create a judging task", action)

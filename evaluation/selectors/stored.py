@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from evaluation.measures import Qrels
 from common.fileio import InputError
-from judging.selectors import judgment_set_get, qrels_lines
+from judging.selectors import judgment_set_get, judgment_set_sample, qrels_lines
 from retrieval.selectors import run_find, run_rankings
 
 
@@ -58,3 +58,12 @@ def judgment_set_qrels(name: str, kind: str, *, adhoc_intent: str | None = None)
         else:
             judgments.setdefault(line.topic_id, {}).setdefault(line.second, {})[line.docid] = line.grade
     return Qrels(kind, judgments, f"judgment set {name!r}")
+
+
+def judgment_set_sampled_sample(name: str) -> dict:
+    """A sampled judgment set (a task in sample mode) as the estimators read it:
+    ``{topic: judging.prels.TopicSample}``."""
+    try:
+        return judgment_set_sample(judgment_set_get(name))
+    except ValueError as exc:
+        raise InputError("--judgments", None, str(exc)) from None

@@ -7,7 +7,8 @@ could not judge has none).
 
 One module per job: :mod:`.qrels` (judgment sets and their export), :mod:`.tasks_read`
 (tasks, progress, the queue's reads, the pages), :mod:`.gold` (crowd publication) and
-:mod:`.invites` (invite links).
+:mod:`.invites` (invite links), :mod:`.samples` (sampled judgment sets: the sample the
+estimators read, the prels exports).
 The names below are the app's read interface; import them from ``judging.selectors``.
 """
 from .gold import (
@@ -22,6 +23,7 @@ from .gold import (
 from .invites import invite_state, task_invites
 from .qrels import (
     EXPORT_FORMATS,
+    SAMPLE_FORMATS,
     task_export_formats,
     current_labels,
     judgment_set_get,
@@ -34,6 +36,14 @@ from .qrels import (
     qrels_summary,
     raw_rows,
     relevance_by_topic,
+)
+from .samples import (
+    judgment_set_sample,
+    judgment_set_sampled,
+    prels_rows,
+    sample_design_of,
+    sample_eval_rows,
+    sample_export_write,
 )
 from .tasks_read import (
     MTURK_QUERY,
@@ -67,6 +77,13 @@ from .tasks_read import (
 
 __all__ = [
     "EXPORT_FORMATS",
+    "SAMPLE_FORMATS",
+    "judgment_set_sample",
+    "judgment_set_sampled",
+    "prels_rows",
+    "sample_design_of",
+    "sample_eval_rows",
+    "sample_export_write",
     "task_export_formats",
     "GOLD_TASKS_KEPT",
     "GoldItem",

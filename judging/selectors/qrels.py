@@ -16,15 +16,20 @@ from .. import aggregate as agg
 from ..labelfiles import QrelsLine
 from ..models import NO_INTENT, QRELS_ASSESSOR, JudgmentSet, Label
 
-EXPORT_FORMATS = ("adhoc", "diversity", "ndeval", "raw")
+EXPORT_FORMATS = ("adhoc", "diversity", "ndeval", "raw", "prels", "sample-eval")
+#: the exports of a sampled judgment set only (:mod:`.samples`)
+SAMPLE_FORMATS = ("prels", "sample-eval")
 
 
 def task_export_formats(mode: str) -> tuple[str, ...]:
     """The exports a judging task of this mode can give: per-intent labels (intent mode)
     make diversity and ndeval qrels, labels against the topic (topic and user modes) adhoc
-    qrels; raw labels always."""
+    qrels, a sample (sample mode) also TREC's prels and sample_eval qrels; raw labels
+    always."""
     if mode == "intent":
         return ("diversity", "ndeval", "raw")
+    if mode == "sample":
+        return ("adhoc", "prels", "sample-eval", "raw")
     return ("adhoc", "raw")
 
 

@@ -14,6 +14,7 @@ from .. import learned, priority, stopping
 from ..models import NO_INTENT, JudgingItem, JudgingSlot, JudgingTask, JudgmentSet, TaskTopic
 from .imports import rows_insert
 from .refits import refits_create
+from .sample_mode import drawn_in_order, sample_design_save, sample_draw
 
 MAX_REDUNDANCY = 50
 
@@ -90,6 +91,9 @@ def judging_task_create(
     assessors: Iterable[str] = (),
     per_topic: int | None = None,
     stop_rule: str = "",
+    sample_strata: str | None = None,
+    sample_budget: str | int | None = None,
+    sample_seed: int = 0,
 ) -> JudgingTask:
     """A judging task over a finished pool, with its judgment set (same name), one item per
     pooled document (the first ``per_topic`` of each topic when given; required in user
@@ -104,6 +108,14 @@ def judging_task_create(
     the topic, and ``redundancy`` (leave it out, or 0) is set to the largest number of
     workers of a topic. ``stop_rule`` (:func:`judging.stopping.parse_rule`; empty: none)
     stops a topic when it fires (:func:`topic_stop_check`).
+
+    ``sample`` mode (:mod:`.sample_mode`) judges, against the topic statement, a
+    stratified random sample of each topic's pool (``sample_strata``, e.g.
+    ``depth:10,20,50``; ``sample_budget``, documents per topic or a share such as
+    ``20%``; ``sample_seed``) in a random order, and keeps the design with the judgment
+    set so that the measures can be estimated (``evaluate --estimator``). It takes the
+    pool order (the items are numbered in the sample's random order) and no stopping
+    rule or per-topic cut.
     """
     from crowd.services import ACCOUNT_PREFIX
     from pooling.selectors import pool_documents
@@ -125,6 +137,16 @@ def judging_task_create(
     stop_rule = str(stopping.parse_rule(stop_rule)) if stop_rule else ""
     if mode == JudgingTask.MODE_USER and per_topic is None:
         raise ValueError("user mode needs --per-topic N: every user of a topic judges its first N")
+    sampled = mode == JudgingTask.MODE_SAMPLE
+    if sampled:
+        if sample_budget in (None, ""):
+            raise ValueError("sample mode needs a budget per topic: documents (e.g. 60) or a "
+                             "share of each topic's pool (e.g. 20%)")
+        if order != JudgingTask.ORDER_POOL or stop_rule or per_topic is not None:
+            raise ValueError("sample mode judges its sample in a random order to the end: no "
+                             "other order, stopping rule or per-topic cut")
+    elif sample_budget not in (None, "") or sample_strata:
+        raise ValueError("strata and a sample budget are for sample mode (--mode sample)")
     assessors = sorted({clean_name(a.strip(), "assessor") for a in assessors if a.strip()})
     if JudgingTask.objects.filter(name=name).exists() or JudgmentSet.objects.filter(
             name=name).exists():
@@ -134,7 +156,12 @@ def judging_task_create(
 
     topics = {t.topic_id: t for t in topic_list(pool.topic_set.name)}
     docs_by_topic: dict[str, list[str]] = {}
-    for d in pool_documents(pool):
+    if sampled:
+        units, spec, plan = sample_draw(pool, strata=sample_strata, budget=sample_budget,
+                                        seed=sample_seed)
+        docs_by_topic = {t: drawn_in_order(u) for t, u in units.items()}
+        docs_by_topic = {t: d for t, d in docs_by_topic.items() if d}
+    for d in () if sampled else pool_documents(pool):
         docs = docs_by_topic.setdefault(d.topic_id, [])
         if per_topic is None or len(docs) < per_topic:
             docs.append(d.docid)
@@ -173,6 +200,8 @@ def judging_task_create(
     with transaction.atomic():
         jset = JudgmentSet.objects.create(name=name, source=JudgmentSet.SOURCE_TASK,
                                           topic_set=pool.topic_set, format=mode)
+        if sampled:
+            sample_design_save(jset, units, spec, plan, sample_seed)
         task = JudgingTask.objects.create(
             name=name, pool=pool, judgment_set=jset, mode=mode, scale=scale,
             scale_grades=grades, redundancy=redundancy, order=order, batch=batch,

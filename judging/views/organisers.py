@@ -46,6 +46,7 @@ def manage_task(request, name):
         "stop_form": StopRuleForm(initial={"rule": task.stop_rule}),
         "invites": selectors.task_invites(task), "invite_form": InviteForm(),
         "new_invite": new_invite_pop(request, task),
+        "sample_design": selectors.sample_design_of(task.judgment_set),
     })
 
 
@@ -124,6 +125,8 @@ def manage_export(request, name, fmt):
     try:
         if fmt == "raw":
             labelfiles.write_raw(response, selectors.raw_rows(task.judgment_set))
+        elif fmt in selectors.SAMPLE_FORMATS:
+            selectors.sample_export_write(response, task.judgment_set, fmt, aggregate)
         else:
             labelfiles.write_qrels(response, selectors.qrels_lines(
                 task.judgment_set, fmt, aggregate=aggregate, adhoc_intent=adhoc_intent))

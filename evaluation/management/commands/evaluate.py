@@ -1,23 +1,29 @@
-"""Evaluate TREC runs against qrels with the measures of trec_eval, gdeval, ndeval and NTCIREVAL."""
+"""Evaluate TREC runs against qrels with the measures of trec_eval, gdeval, ndeval and NTCIREVAL,
+or estimate them from a judged sample (--estimator)."""
 import json
 
 from django.core.management.base import BaseCommand, CommandError
 
 from common.fileio import InputError
 from common.manifest_command import ManifestMixin, add_out_argument
-from evaluation import selectors
+from evaluation import estimators, selectors
 from evaluation.measures import (RunSet, evaluate_runs, parse_measures,
                                  read_intent_probabilities, read_qrels, read_runs)
 from evaluation.measures.engine import check_measures
 from evaluation.measures.registry import measure_names
 from evaluation.measures.runs import ORDERS, read_run_file
+from judging.prels import read_prels
 
 
 class Command(ManifestMixin, BaseCommand):
     help = ("Score run files with ad hoc (" + measure_names("adhoc") + "), ndeval diversity ("
             + measure_names("ndeval") + ") and NTCIREVAL (" + measure_names("ntcir") + ") measures; "
             "any other measure ir_measures computes here (e.g. Judged@10, infAP, Bpref, SetF) goes "
-            "through ir_measures, and a note after the values says so.")
+            "through ir_measures, and a note after the values says so. With --estimator, the "
+            "measures (AP, nDCG, nDCG@k, P@k) are estimated from a judged sample — a sampled "
+            "judgment set (--judgments) or a TREC prels file (--prels) — with 95% intervals: "
+            "infap (Yilmaz & Aslam's infAP, one stratum), xinf (xinfAP and infNDCG as TREC's "
+            "sample_eval.pl computes them) or statap (statAP as statAP_MQ_eval_v3.pl).")
 
     def add_arguments(self, parser):
         parser.add_argument("--run", action="append", default=[], metavar="PATH",
@@ -31,6 +37,15 @@ class Command(ManifestMixin, BaseCommand):
         qrels.add_argument("--qrels", metavar="PATH", help="a qrels file")
         qrels.add_argument("--judgments", metavar="NAME",
                            help="a stored judgment set (labels combined by majority)")
+        qrels.add_argument("--prels", metavar="PATH",
+                           help="with --estimator: a sampled judgment file (--prels-format)")
+        parser.add_argument("--estimator", choices=estimators.ESTIMATORS,
+                            help="estimate the measures from a judged sample (a sampled judgment "
+                                 "set or --prels), each with a 95%% interval")
+        parser.add_argument("--prels-format", choices=("sample-eval", "prels"), default="sample-eval",
+                            help="sample-eval: sample_eval.pl's 'topic 0 docid stratum grade', every "
+                                 "pooled document (-1: not judged); prels: statAP's 'topic docid "
+                                 "grade method probability', the judged documents")
         parser.add_argument("--qrels-format", choices=("adhoc", "diversity"), default="adhoc",
                             help="adhoc: topic iteration docid grade; diversity: topic intent docid grade "
                                  "(for --judgments: which labels to use)")
@@ -54,6 +69,8 @@ class Command(ManifestMixin, BaseCommand):
         add_out_argument(parser)
 
     def handle(self, *args, **o):
+        if o["estimator"] or o["prels"]:
+            return self._estimate(o)
         try:
             specs = parse_measures(o["measures"])
             if o["adhoc_intent"] is not None and (o["qrels"] or o["qrels_format"] != "adhoc"):
@@ -74,6 +91,54 @@ class Command(ManifestMixin, BaseCommand):
         except InputError as exc:
             raise CommandError(str(exc)) from None
         self.output_write(o["out"], self._report(result, specs, o))
+
+    def _estimate(self, o) -> None:
+        try:
+            if not o["estimator"]:
+                raise InputError("--prels", None, "a prels file is read by an estimator: give "
+                                 f"--estimator ({', '.join(estimators.ESTIMATORS)})")
+            if o["qrels"]:
+                raise InputError("--qrels", None, "an estimator reads a sample: give a sampled "
+                                 "judgment set (--judgments) or a prels file (--prels)")
+            for option in ("adhoc_intent", "intent_probabilities"):
+                if o[option]:
+                    raise InputError(f"--{option.replace('_', '-')}", None,
+                                     "is not for estimates from a sample")
+            measures = estimators.parse_estimated_measures(o["measures"])
+            samples = (read_prels(o["prels"], o["prels_format"]) if o["prels"]
+                       else selectors.judgment_set_sampled_sample(o["judgments"]))
+            runs = [(tag, estimators.run_rankings(per, o["order"])) for tag, _, per in self._runs(o)]
+            result = estimators.estimate_runs(runs, samples, measures, o["estimator"])
+        except InputError as exc:
+            raise CommandError(str(exc)) from None
+        names = estimators.estimated_names(o["estimator"], measures)
+        self.output_write(o["out"], self._estimate_report(result, measures, names, o))
+
+    @staticmethod
+    def _estimate_report(result: dict, measures, names: dict, o) -> str:
+        note = (f"{o['estimator']}: " + ", ".join(f"{k} is {v}" for k, v in names.items())
+                + "; 95% intervals from the stratified jackknife, spanning the estimate and its "
+                "bias-corrected value (evaluation.estimators)")
+        if o["json"]:
+            return json.dumps({"runs": result, "estimator": o["estimator"], "estimated_as": names,
+                               "confidence": 0.95, "conventions": [note]}) + "\n"
+        keys = [m.key for m in measures]
+        width = max(len(k) for k in keys)
+        lines = []
+
+        def line(tag, key, topic, v):
+            lines.append(f"{tag}\t{key:<{width}}\t{topic}\t{v['estimate']:.4f}\t"
+                         f"[{v['low']:.4f}, {v['high']:.4f}]")
+
+        for tag, r in result.items():
+            if o["per_topic"]:
+                for topic, values in r["per_topic"].items():
+                    for k in keys:
+                        line(tag, k, topic, values[k])
+            for k in keys:
+                line(tag, k, "all", r["mean"][k])
+        lines.append(f"# {note}")
+        return "".join(x + "\n" for x in lines)
 
     @staticmethod
     def _report(result: dict, specs, o) -> str:

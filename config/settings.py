@@ -2,7 +2,7 @@
 
 Embedded defaults: a SQLite file and Celery's filesystem broker (no server needed).
 Point the same service at PostgreSQL and Redis with DATABASE_URL and CELERY_BROKER_URL.
-SECRET_KEY is required whenever DEBUG is off.
+SECRET_KEY is required whenever DEBUG is off (or kept in DATA_DIR/secret_key: bin/serve).
 """
 from datetime import timedelta
 from pathlib import Path
@@ -11,6 +11,9 @@ import environ
 from csp.constants import NONE, SELF, UNSAFE_INLINE
 from django.core.exceptions import ImproperlyConfigured
 
+from common.static_headers import static_file_headers
+from config.secret_key import secret_key_load
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 env = environ.Env()
@@ -18,11 +21,26 @@ if env.str("ENV_FILE", default=""):
     environ.Env.read_env(env.str("ENV_FILE"))
 
 DEBUG = env.bool("DEBUG", default=False)
+
+# Where indexes, the embedded broker's queue and other generated files live.
+DATA_DIR = Path(env.str("DATA_DIR", default=str(BASE_DIR / "var")))
+
+# The secret key: from the environment, else from DATA_DIR/secret_key, which bin/serve
+# (SECRET_KEY_CREATE=1) writes once and every later start reads; else, with DEBUG on
+# only, a fixed development key.
+SECRET_KEY_FILE = DATA_DIR / "secret_key"
 SECRET_KEY = env.str("SECRET_KEY", default="")
+if not SECRET_KEY:
+    try:
+        SECRET_KEY = secret_key_load(SECRET_KEY_FILE,
+                                     create=env.bool("SECRET_KEY_CREATE", default=False))
+    except (OSError, ValueError) as exc:
+        raise ImproperlyConfigured(f"SECRET_KEY: {exc}") from exc
 if not SECRET_KEY:
     if not DEBUG:
         raise ImproperlyConfigured(
-            "SECRET_KEY must be set when DEBUG is off (export SECRET_KEY=... or DEBUG=1)."
+            f"SECRET_KEY must be set when DEBUG is off: export SECRET_KEY=..., or "
+            f"SECRET_KEY_CREATE=1 to keep one in {SECRET_KEY_FILE} (bin/serve does), or DEBUG=1."
         )
     SECRET_KEY = "insecure-development-key-only-used-with-DEBUG"
 # The secret that pseudonymises worker and assessor ids in a release (projects.release);
@@ -32,15 +50,14 @@ RELEASE_PSEUDONYM_SALT = env.str("RELEASE_PSEUDONYM_SALT", default="")
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 
-# Where indexes, the embedded broker's queue and other generated files live.
-DATA_DIR = Path(env.str("DATA_DIR", default=str(BASE_DIR / "var")))
-
 INSTALLED_APPS = [
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.messages",
+    # WhiteNoise serves static files under runserver too, with the pages' headers (below)
+    "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "common",
     "jobs",
@@ -164,6 +181,8 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 # Static files (the admin's CSS and scripts) are served by the app itself (WhiteNoise),
 # under gunicorn too; from STATIC_ROOT after collectstatic, else from the apps' folders.
 WHITENOISE_USE_FINDERS = True
+# ... with the Content-Security-Policy the pages carry (WhiteNoise answers before its middleware)
+WHITENOISE_ADD_HEADERS_FUNCTION = static_file_headers
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"

@@ -1,5 +1,5 @@
-"""No Docker engine runs here, so the Docker files are checked by reading them and by
-`docker-compose config`, which validates the compose file without an engine."""
+"""The Docker files read and validated without an engine (`docker-compose config`); the
+image is built and run for real with podman in tests/test_image.py."""
 import os
 import shutil
 import subprocess
@@ -46,11 +46,32 @@ def test_dockerignore_keeps_local_state_out_of_the_image():
 
 @pytest.mark.skipif(shutil.which("docker-compose") is None,
                     reason="docker-compose is not installed (apt-get install docker-compose)")
-def test_compose_file_validates():
-    r = subprocess.run(["docker-compose", "-f", str(ROOT / "docker" / "compose.yml"), "config", "-q"],
+@pytest.mark.parametrize("files", [["compose.yml"], ["compose.yml", "compose.debian.yml"]])
+def test_compose_file_validates(files):
+    args = [a for f in files for a in ("-f", str(ROOT / "docker" / f))]
+    r = subprocess.run(["docker-compose", *args, "config", "-q"],
                        capture_output=True, text=True, env={**os.environ, "SECRET_KEY": "x"},
                        timeout=60)
     assert r.returncode == 0, r.stderr
+
+
+def test_the_image_takes_its_base_as_an_argument_and_runs_unprivileged():
+    text = (ROOT / "docker" / "Dockerfile").read_text()
+    assert "ARG BASE=python:3.11-slim-bookworm\nFROM ${BASE}" in text
+    users = [line.split()[1] for line in text.splitlines() if line.startswith("USER ")]
+    assert users == ["10001:10001"]  # numeric, so a runtime can tell it is not root
+    app = yaml.safe_load((ROOT / "docker" / "compose.yml").read_text())["x-app"]
+    assert app["build"]["args"]["BASE"] == "${BASE_IMAGE:-python:3.11-slim-bookworm}"
+    web = yaml.safe_load((ROOT / "docker" / "compose.yml").read_text())["services"]["web"]
+    assert web["ports"] == ["${WEB_ADDRESS:-127.0.0.1}:${WEB_PORT:-8000}:8000"]  # loopback
+
+
+def test_redis_and_postgres_can_be_built_on_the_same_base():
+    services = yaml.safe_load((ROOT / "docker" / "compose.debian.yml").read_text())["services"]
+    assert set(services) == {"redis", "postgres"}
+    for name, svc in services.items():
+        assert (ROOT / "docker" / svc["build"]["context"] / "Dockerfile").exists(), name
+        assert svc["build"]["args"]["BASE"] == "${BASE_IMAGE:-python:3.11-slim-bookworm}"
 
 
 def test_dockerfile_installs_pyserini_without_neural_dependencies():

@@ -8,7 +8,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _settings(env_overrides):
-    env = {k: v for k, v in os.environ.items() if k not in {"DEBUG", "SECRET_KEY", "DATABASE_URL"}}
+    env = {k: v for k, v in os.environ.items()
+           if k not in {"DEBUG", "SECRET_KEY", "SECRET_KEY_CREATE", "DATABASE_URL"}}
     env.update(env_overrides)
     env["DJANGO_SETTINGS_MODULE"] = "config.settings"
     return subprocess.run(
@@ -19,8 +20,8 @@ def _settings(env_overrides):
     )
 
 
-def test_secret_key_required_without_debug():
-    r = _settings({"DEBUG": "0"})
+def test_secret_key_required_without_debug(tmp_path):
+    r = _settings({"DEBUG": "0", "DATA_DIR": str(tmp_path)})  # no secret_key file there
     assert r.returncode != 0
     assert "SECRET_KEY must be set" in r.stderr
 

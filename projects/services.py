@@ -25,6 +25,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from common.naturalsort import natural_key
+from common.trec import write_run
 from crowd.models import Study
 from judging.models import JudgmentSet, Label
 from judging.selectors import qrels_file_sets
@@ -461,7 +462,6 @@ def system_run_from_retrieval(run_id: int) -> Run:
     :func:`retrieval.services.system_run_import`); the one already made, if any."""
     from retrieval.selectors import run_get, run_rankings
     from retrieval.services import system_run_import
-    from retrieval.trecrun import write_run
 
     run = run_get(run_id)
     if run.kind != Run.KIND_RETRIEVAL or run.source not in SYSTEM_RUN_SOURCES:

@@ -125,7 +125,7 @@ def test_pure_modules_import_without_django():
     env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}
     code = (
         "import sys\n"
-        "import retrieval.anserini, retrieval.collections_io, retrieval.trecrun, retrieval.rankings\n"
+        "import retrieval.anserini, retrieval.collections_io, common.trec, retrieval.rankings\n"
         "bad = [m for m in sys.modules if m == 'django' or m.startswith('django.') or m == 'jnius'"
         " or m.startswith('pyserini')]\n"
         "assert not bad, bad\n"

@@ -4,7 +4,7 @@ import io
 import pytest
 
 from common.fileio import InputError
-from retrieval.trecrun import read_run, write_run
+from common.trec import read_run, write_run
 
 
 def test_read_orders_by_score_then_docid_and_accepts_gz(tmp_path):

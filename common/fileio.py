@@ -216,7 +216,7 @@ class ExpansionGuard:
         self._gz.close()
 
 
-_CHECKED: dict[tuple, bool] = {}
+_CHECKED: dict[tuple, InputError | None] = {}  # file -> its refusal, or None: passed
 _CHECKED_KEEP = 256
 
 
@@ -227,7 +227,8 @@ def gzip_check(path) -> None:
     line ends, in bounded memory, before any reader parses a row (a bomb is refused in
     seconds, not after hours of parsing). Files that are not gzip data pass at once;
     corrupt gzip data is left to the reader, which names the line. A file checked once
-    (same inode, size and modification time, same caps) is not checked again."""
+    (same inode, size and modification time, same caps) is not decompressed again: the
+    bulk reader and the line reader that may follow it share one check."""
     try:
         st = os.stat(path)
         raw = open(path, "rb")
@@ -236,20 +237,30 @@ def gzip_check(path) -> None:
     limit, ratio = decompressed_limit(), expansion_limit()
     key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, limit, ratio)
     with raw:
-        if key in _CHECKED or raw.read(2) != GZIP_MAGIC:
+        if key in _CHECKED:
+            refused = _CHECKED[key]
+            if refused is not None:
+                raise InputError(path, refused.line, refused.reason)
+            return
+        if raw.read(2) != GZIP_MAGIC:
             return
         raw.seek(0)
         guard = ExpansionGuard(raw, path, limit=limit, ratio=ratio, lines=True)
+        refused = None
         try:
             while guard.read(CHECK_BLOCK_BYTES):
                 pass
         except (EOFError, OSError, zlib.error):
             return
+        except InputError as exc:
+            refused = exc
         finally:
             guard.close()
     if len(_CHECKED) >= _CHECKED_KEEP:
         _CHECKED.clear()
-    _CHECKED[key] = True
+    _CHECKED[key] = refused
+    if refused is not None:
+        raise refused
 
 
 def open_binary(path) -> IO[bytes]:

@@ -158,3 +158,24 @@ def test_a_bomb_through_a_web_form_is_refused_in_the_request(topic_set, staff, c
     assert found, page[:2000]
     assert int(found.group(2)) < 32 * MiB
     assert not QueryVariant.objects.exists()
+
+
+def test_the_bulk_and_line_readers_share_one_check(tmp_path, monkeypatch):
+    """A run read in bulk and then line by line (to name the line) decompresses a refused
+    file once, not once per reader."""
+    from evaluation.measures import read_runs
+
+    made = []
+    guard = fileio.ExpansionGuard
+
+    def counting(*args, **kwargs):
+        made.append(args[1])
+        return guard(*args, **kwargs)
+
+    monkeypatch.setattr(fileio, "ExpansionGuard", counting)
+    path = tmp_path / "run.txt.gz"
+    path.write_bytes(gzip.compress(b"1 Q0 d1 1 1.0 t\n" * (2 * MiB)) * 16)  # 512 MiB
+    for _ in range(2):
+        with pytest.raises(InputError, match="expands more than 100 times"):
+            read_runs([path])
+    assert made == [path]

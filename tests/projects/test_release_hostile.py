@@ -13,6 +13,7 @@ import hashlib
 import io
 import os
 import tarfile
+import tempfile
 import tracemalloc
 from pathlib import Path
 
@@ -26,6 +27,17 @@ from topics.models import TopicSet
 
 MiB = 1 << 20
 TOP = "hostile"
+
+
+@pytest.fixture(autouse=True)
+def _work_folder(tmp_path, monkeypatch):
+    """The import unpacks into a temporary folder: here, one that must be empty again
+    after every test, refused or not."""
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(work))
+    yield
+    assert list(work.iterdir()) == []
 
 
 def _records() -> dict:

@@ -40,6 +40,10 @@ def test_jsonl_both_shapes_and_gz(tmp_path):
         ('{"id": "a b", "contents": "x"}\n', 1, "contains a space"),
         ('{"id": "a", "contents": "x"}\n{"id": "b", \n', 2, "invalid JSON"),
         ('{"id": "a", "body": "x"}\n', 1, 'missing "contents"'),
+        # a raw ValueError before (Python refuses to convert more than 4,300 digits)
+        ('{"id": "a", "contents": "x"}\n{"id": ' + "9" * 100_000 + ', "contents": "y"}\n', 2,
+         "invalid JSON (a number of more than 4300 digits)"),
+        ('[' * 100_000 + ']' * 100_000 + '\n', 1, "invalid JSON (nested too deeply)"),
     ],
 )
 def test_jsonl_errors_name_file_and_line(tmp_path, text, line, message):

@@ -56,7 +56,7 @@ sys.path.insert(0, str(ROOT))
 from evaluation.estimators import (estimate_runs, parse_estimated_measures,  # noqa: E402
                                    ranking_order)
 from evaluation.measures import Qrels, RunSet, evaluate_runs, parse_measures  # noqa: E402
-from evaluation.measures.runs import read_run_file  # noqa: E402
+from evaluation.measures.runs import read_run_rankings  # noqa: E402
 from evaluation.ranking import kendall_tau_b  # noqa: E402
 from judging import sampling  # noqa: E402
 from judging.prels import TopicSample  # noqa: E402
@@ -155,7 +155,7 @@ def load(key: str, fresh: bool):
         qrels.setdefault(r.topic_id, {})[r.docid] = r.rel
     runs = {}
     for p in paths:
-        tag, per = read_run_file(p)
+        tag, per = read_run_rankings(p)
         runs[tag] = {t: ranking_order(d, s) for t, (d, s, _) in per.items() if t in qrels}
     return label, runs, qrels
 

@@ -3,17 +3,21 @@
 No Django here. This module lives outside the apps because crowd (topics, variants),
 retrieval (collections, runs) and pooling (qrels) all read organisers' files the same way,
 and none of them should reach into another app's internals to do so; being plain Python it
-is used by the plain readers (``topics.topicfiles``, ``retrieval.trecrun``, ...) as much as
+is used by the plain readers (``topics.topicfiles``, ``common.trec``, ...) as much as
 by services and management commands.
 
 Reading
     :func:`open_binary` opens a file, decompressing gzip (recognised by its magic bytes; a
-    name ending in ``.gz`` that is not gzip data is an error). :func:`open_lines` yields
+    name ending in ``.gz`` that is not gzip data is an error) after :func:`gzip_check` has
+    refused a file that would expand past the caps (:func:`decompressed_limit` bytes, or
+    :func:`expansion_limit` times its stored size), in one streaming pass that only
+    decompresses, before any reader parses a row. :func:`open_lines` yields
     ``(line number, text)`` decoded strictly (UTF-8 by default; ``encoding=`` reads other
     ASCII-compatible encodings such as ``latin-1`` or ``cp1252``) with lines bounded in
-    length. :func:`read_bytes` reads a whole (bounded) file. Every failure -- a missing or
-    unreadable file, a name too long for the file system, bytes that are not in the
-    encoding, truncated or corrupt gzip data, an over-long line -- raises
+    length. :func:`read_bytes` reads a whole (bounded) file, :func:`parse_json` JSON.
+    Every failure -- a missing or unreadable file, a name too long for the file system,
+    bytes that are not in the encoding, truncated or corrupt gzip data, an over-long line,
+    JSON nested too deeply or with a number too long to convert -- raises
     :class:`InputError` naming the file and, where there is one, the line.
 Writing
     :func:`atomic_output` writes to a temporary file beside the target and renames it over
@@ -37,6 +41,7 @@ import contextlib
 import errno
 import gzip
 import hashlib
+import json
 import os
 import stat
 import sys
@@ -52,6 +57,11 @@ MAX_LINE_BYTES = 1 << 20  # 1 MiB: topics, variants, runs and qrels
 MAX_FILE_BYTES = 64 << 20  # whole-file reads (XML topic files)
 MAX_ID_CHARS = 255
 MAX_DECOMPRESSED_BYTES = 1 << 30  # 1 GiB of text out of one gzip file, unless set otherwise
+#: text files compress 3 to 12 times (runs, qrels, topics, variants, documents); a file
+#: that expands more than this many times past EXPANSION_FLOOR_BYTES is refused
+MAX_EXPANSION_RATIO = 100
+EXPANSION_FLOOR_BYTES = 16 << 20  # what any file may expand to, whatever its ratio
+CHECK_BLOCK_BYTES = 1 << 20  # the check decompresses this much at a time
 PROGRESS_BYTES = 1 << 20  # open_lines reports its progress about once per MiB
 INT32_MAX = 2**31 - 1
 
@@ -133,21 +143,124 @@ def require_file(path) -> Path:
     return path
 
 
+def _setting(name: str, default: int) -> int:
+    conf = sys.modules.get("django.conf")
+    if conf is not None and conf.settings.configured:
+        value = getattr(conf.settings, name, None)
+        if value is not None:
+            return int(value)
+    return default
+
+
 def decompressed_limit() -> int:
     """The most bytes one gzip file may decompress to: Django's ``MAX_DECOMPRESSED_BYTES``
     setting when Django is already loaded and configured (this module never imports it),
     else :data:`MAX_DECOMPRESSED_BYTES`."""
-    conf = sys.modules.get("django.conf")
-    if conf is not None and conf.settings.configured:
-        value = getattr(conf.settings, "MAX_DECOMPRESSED_BYTES", None)
-        if value is not None:
-            return int(value)
-    return MAX_DECOMPRESSED_BYTES
+    return _setting("MAX_DECOMPRESSED_BYTES", MAX_DECOMPRESSED_BYTES)
+
+
+def expansion_limit() -> int:
+    """How many times its stored size a gzip file may expand to once past
+    :data:`EXPANSION_FLOOR_BYTES`: Django's ``MAX_EXPANSION_RATIO`` setting when Django is
+    loaded and configured, else :data:`MAX_EXPANSION_RATIO`."""
+    return _setting("MAX_EXPANSION_RATIO", MAX_EXPANSION_RATIO)
 
 
 def _too_large(path, line: int | None, limit: int) -> InputError:
     return InputError(path, line, f"the gzip data decompresses to more than {limit} bytes "
                              "(MAX_DECOMPRESSED_BYTES); refused")
+
+
+class ExpansionGuard:
+    """A readable stream of the decompressed bytes of the gzip stream ``raw`` (an open
+    binary file) that refuses, with :class:`InputError` naming ``source``, to give more
+    than ``limit`` bytes, or more than ``ratio`` times the stored bytes read so far once
+    past ``floor`` bytes. ``lines``: say on which line (1-based) the size limit was
+    passed. Corrupt data raises what :mod:`gzip` raises (``OSError``, ``EOFError``,
+    ``zlib.error``)."""
+
+    def __init__(self, raw: IO[bytes], source, *, limit: int | None = None,
+                 ratio: int | None = None, floor: int = EXPANSION_FLOOR_BYTES,
+                 what: str = "the gzip data", limit_name: str = "MAX_DECOMPRESSED_BYTES",
+                 lines: bool = False):
+        self.raw, self.source = raw, source
+        self.limit = decompressed_limit() if limit is None else limit
+        self.ratio = expansion_limit() if ratio is None else ratio
+        self.floor, self.what, self.limit_name = floor, what, limit_name
+        self.lines = 0 if lines else None
+        self.total = 0
+        self._start = raw.tell()
+        self._gz = gzip.GzipFile(fileobj=raw, mode="rb")
+
+    def read(self, size: int = -1) -> bytes:
+        if size is None or size < 0 or size > CHECK_BLOCK_BYTES:
+            size = CHECK_BLOCK_BYTES
+        chunk = self._gz.read(size)
+        if self.total + len(chunk) > self.limit:
+            line = None
+            if self.lines is not None:
+                line = self.lines + chunk.count(b"\n", 0, self.limit - self.total) + 1
+            raise InputError(self.source, line, f"{self.what} decompresses to more than "
+                             f"{self.limit} bytes ({self.limit_name}); refused")
+        self.total += len(chunk)
+        if self.lines is not None:
+            self.lines += chunk.count(b"\n")
+        stored = max(1, self.raw.tell() - self._start)
+        if self.total > self.floor and self.total > self.ratio * stored:
+            raise InputError(self.source, None, f"{self.what} expands more than {self.ratio} "
+                             f"times ({stored} bytes stored gave {self.total}; "
+                             "MAX_EXPANSION_RATIO); refused")
+        return chunk
+
+    def close(self) -> None:
+        self._gz.close()
+
+
+_CHECKED: dict[tuple, InputError | None] = {}  # file -> its refusal, or None: passed
+_CHECKED_KEEP = 256
+
+
+def gzip_check(path) -> None:
+    """Refuse a gzip file that decompresses to more than :func:`decompressed_limit` bytes
+    (naming the line where it passes the limit) or that expands more than
+    :func:`expansion_limit` times: one streaming pass that only decompresses and counts
+    line ends, in bounded memory, before any reader parses a row (a bomb is refused in
+    seconds, not after hours of parsing). Files that are not gzip data pass at once;
+    corrupt gzip data is left to the reader, which names the line. A file checked once
+    (same inode, size and modification time, same caps) is not decompressed again: the
+    bulk reader and the line reader that may follow it share one check."""
+    try:
+        st = os.stat(path)
+        raw = open(path, "rb")
+    except OSError:
+        return  # the reader says why it cannot open the file
+    limit, ratio = decompressed_limit(), expansion_limit()
+    key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, limit, ratio)
+    with raw:
+        if key in _CHECKED:
+            refused = _CHECKED[key]
+            if refused is not None:
+                raise InputError(path, refused.line, refused.reason)
+            return
+        if raw.read(2) != GZIP_MAGIC:
+            return
+        raw.seek(0)
+        guard = ExpansionGuard(raw, path, limit=limit, ratio=ratio, lines=True)
+        refused = None
+        try:
+            while guard.read(CHECK_BLOCK_BYTES):
+                pass
+        except (EOFError, OSError, zlib.error):
+            return
+        except InputError as exc:
+            refused = exc
+        finally:
+            guard.close()
+    if len(_CHECKED) >= _CHECKED_KEEP:
+        _CHECKED.clear()
+    _CHECKED[key] = refused
+    if refused is not None:
+        raise refused
 
 
 def open_binary(path) -> IO[bytes]:
@@ -160,6 +273,7 @@ def open_binary(path) -> IO[bytes]:
     except OSError as exc:
         raise InputError(path, None, f"cannot open ({exc.strerror or exc})") from None
     if magic == GZIP_MAGIC:
+        gzip_check(path)
         return gzip.open(path, "rb")
     if path.name.lower().endswith(".gz"):
         raise InputError(path, None, "the name ends in .gz but the file is not gzip data")
@@ -271,7 +385,23 @@ def plain_name(path) -> str:
     return name[:-3] if name.endswith(".gz") else name
 
 
-# --- numbers --------------------------------------------------------------------------------
+# --- numbers and JSON -----------------------------------------------------------------------
+
+
+def parse_json(text: str | bytes, source, line: int | None = None):
+    """``json.loads(text)``, every failure an :class:`InputError` naming ``source`` (and
+    ``line``): text that is not JSON, nesting too deep for the parser (``[[[…]]]`` 10^5
+    deep) and an integer too long to convert (Python refuses more than 4,300 digits)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(source, line, f"invalid JSON ({exc.msg} at column {exc.colno})") \
+            from None
+    except RecursionError:
+        raise InputError(source, line, "invalid JSON (nested too deeply)") from None
+    except ValueError:
+        raise InputError(source, line, f"invalid JSON (a number of more than "
+                                       f"{sys.get_int_max_str_digits()} digits)") from None
 
 
 def parse_int(text: str, what: str, *, low: int, high: int = INT32_MAX) -> int:

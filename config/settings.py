@@ -285,9 +285,17 @@ ANSERINI_JAVA_HOME = env.str("ANSERINI_JAVA_HOME", default="")
 RETRIEVAL_CHUNK_SIZE = env.int("RETRIEVAL_CHUNK_SIZE", default=200)
 RETRIEVAL_THREADS = env.int("RETRIEVAL_THREADS", default=1)
 MAX_QUERY_CHARS = env.int("MAX_QUERY_CHARS", default=1000)
-# The most bytes one gzip upload or input file may decompress to (common.fileio): a small
-# file that expands past it is refused, naming the file, as soon as it passes the limit.
+# The most bytes one gzip upload or input file may decompress to, and how many times its
+# stored size it may expand to once past 16 MiB (common.fileio): a file past either is
+# refused, naming the file and the setting, in a pass that only decompresses, before any
+# row is parsed (text files expand 3 to 12 times; a gzip bomb some hundreds).
 MAX_DECOMPRESSED_BYTES = env.int("MAX_DECOMPRESSED_BYTES", default=1 << 30)
+MAX_EXPANSION_RATIO = env.int("MAX_EXPANSION_RATIO", default=100)
+# Caps on a release loaded with import_collection_bundle (projects.release.read): entries
+# of its archive (files of its folder), bytes of one file, bytes of all; named in the error.
+RELEASE_MAX_MEMBERS = env.int("RELEASE_MAX_MEMBERS", default=10_000)
+RELEASE_MAX_MEMBER_BYTES = env.int("RELEASE_MAX_MEMBER_BYTES", default=1 << 30)
+RELEASE_MAX_BYTES = env.int("RELEASE_MAX_BYTES", default=4 << 30)
 
 LOGGING = {
     "version": 1,

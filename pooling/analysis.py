@@ -499,7 +499,7 @@ def pool_coverage(pool: Pool, qrels: Iterable) -> dict:
     """Coverage of a pool by judgments: ``{"rows": [per topic], "mean": {...}}`` with the
     columns of :func:`pooling.coverage.coverage` (size, relevant, nonrelevant, unjudged and
     their percentages of the pool size). ``qrels``: plain records with ``topic_id``,
-    ``docid`` and ``rel`` (:mod:`pooling.qrelsio`); those of other topics are ignored."""
+    ``docid`` and ``rel`` (:mod:`common.trec`); those of other topics are ignored."""
     from . import coverage
 
     docs = selectors.pool_docids_by_topic(pool)

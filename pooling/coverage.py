@@ -53,7 +53,7 @@ def coverage(pool_docids_by_topic: Mapping[str, Iterable[str]], qrels: Iterable)
     """Per-topic coverage rows (topics in natural id order) followed by a mean row.
 
     ``qrels`` holds records with ``topic_id``, ``docid`` and ``rel`` (ad hoc or
-    diversity records from :mod:`pooling.qrelsio`). The mean row has ``topic="mean"``
+    diversity records from :mod:`common.trec`). The mean row has ``topic="mean"``
     and averages over the topics with qrels only (see the module docstring).
     """
     judged, relevant = judged_relevant(qrels)

@@ -86,7 +86,7 @@ def rank_weight_rows(pool: Pool, qrels: Iterable | None = None, *,
     weight (heaviest first, ties by docid: the house order), ``position`` 1, 2, … in that
     order, the first ``limit`` of each topic, with the shallowest rank and the judgment in
     ``qrels`` (plain records with ``topic_id``, ``docid`` and ``rel``, as
-    :mod:`pooling.qrelsio` reads them): ``relevant``, ``irrelevant`` or ``unjudged``."""
+    :mod:`common.trec` reads them): ``relevant``, ``irrelevant`` or ``unjudged``."""
     topics = [topic_id] if topic_id is not None else None
     sizes = selectors.pool_sizes(pool)
     if topic_id is not None and topic_id not in sizes:

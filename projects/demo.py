@@ -28,6 +28,7 @@ from django.db import connection
 from django.urls import reverse
 
 from common.naturalsort import natural_key
+from common.trec import read_qrels, write_run
 from config.celery_app import app
 from crowd.models import Participant
 from crowd.services import studies as study_services
@@ -38,12 +39,10 @@ from judging import services as judging_services
 from judging.selectors import task_progress
 from pooling import services as pooling_services
 from pooling.models import Pool
-from pooling.qrelsio import read_qrels
 from pooling.selectors import pool_sizes
 from retrieval import services as retrieval_services
 from retrieval.models import Run
 from retrieval.selectors import run_rankings
-from retrieval.trecrun import write_run
 from topics.models import QueryVariant
 from topics.selectors import topic_set_get
 from topics.services import topics_import

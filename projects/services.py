@@ -24,7 +24,10 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from common import fileio
+from common.fileio import clean_name
 from common.naturalsort import natural_key
+from common.trec import write_run
 from crowd.models import Study
 from judging.models import JudgmentSet, Label
 from judging.selectors import qrels_file_sets
@@ -238,20 +241,34 @@ def release_archive(topic_set_name: str, folder: str | Path, *, licence: str,
 # --- in -------------------------------------------------------------------------------------
 
 
+def _models_check(rows: list[dict]) -> None:
+    for row in rows:
+        m = RetrievalModel.objects.filter(name=row["name"]).first()
+        if m is not None:
+            differ = [f for f in MODEL_FIELDS if f != "description" and getattr(m, f) != row[f]]
+            if differ:
+                raise release.ReleaseError(
+                    f"release.json: retrieval model {m.name!r} differs from the stored one "
+                    f"in {', '.join(differ)}")
+
+
 def _models_ensure(rows: list[dict]) -> dict[str, RetrievalModel]:
     out = {}
     for row in rows:
         m = RetrievalModel.objects.filter(name=row["name"]).first()
         if m is None:
             m = RetrievalModel.objects.create(**{f: row[f] for f in MODEL_FIELDS})
-        else:
-            differ = [f for f in MODEL_FIELDS if f != "description" and getattr(m, f) != row[f]]
-            if differ:
-                raise release.ReleaseError(
-                    f"release.json: retrieval model {m.name!r} differs from the stored one "
-                    f"in {', '.join(differ)}")
         out[m.name] = m
     return out
+
+
+def _collections_check(rows: list[dict]) -> None:
+    for row in rows:
+        c = Collection.objects.filter(name=row["name"]).first()
+        if c is not None and row["checksum"] and c.checksum and c.checksum != row["checksum"]:
+            raise release.ReleaseError(
+                f"release.json: collection {c.name!r} is stored with another checksum "
+                f"({c.checksum[:12]}…, the release's is {row['checksum'][:12]}…)")
 
 
 def _collections_ensure(rows: list[dict]) -> dict[str, Collection]:
@@ -262,18 +279,24 @@ def _collections_ensure(rows: list[dict]) -> dict[str, Collection]:
             c = Collection.objects.create(**{f: row[f] for f in COLLECTION_FIELDS},
                                           source_path="", status="failed",
                                           error=IMPORTED_COLLECTION_ERROR)
-        elif row["checksum"] and c.checksum and c.checksum != row["checksum"]:
-            raise release.ReleaseError(
-                f"release.json: collection {c.name!r} is stored with another checksum "
-                f"({c.checksum[:12]}…, the release's is {row['checksum'][:12]}…)")
         out[c.name] = c
     return out
 
 
-@transaction.atomic
-def release_store(rec: dict) -> TopicSet:
-    """Store release records into a database without their topic set; all or nothing."""
+def _names_check(rec: dict) -> None:
+    """Every check of release records against the database, before anything is written:
+    the topic set, judgment sets and pools must be new (their names are checked as the
+    web and API check them), retrieval models and collections the same as stored ones."""
     name = rec["topic_set"]
+    try:
+        clean_name(name, "topic set name")
+        for js in rec["judgment_sets"]:
+            clean_name(js["name"], "judgment set name")
+        for pool in rec["pools"]:
+            if pool["pool_name"]:
+                clean_name(pool["pool_name"], "pool name")
+    except ValueError as exc:
+        raise release.ReleaseError(f"release.json: {exc}") from None
     if TopicSet.objects.filter(name=name).exists():
         raise release.ReleaseError(f"topic set {name!r} already exists: a release loads into "
                                    "a database without it")
@@ -283,6 +306,17 @@ def release_store(rec: dict) -> TopicSet:
     for pool in rec["pools"]:
         if pool["pool_name"] and Pool.objects.filter(name=pool["pool_name"]).exists():
             raise release.ReleaseError(f"pool {pool['pool_name']!r} already exists")
+    _models_check(rec["models"])
+    _collections_check(rec["collections"])
+
+
+@transaction.atomic
+def release_store(rec: dict) -> TopicSet:
+    """Store release records into a database without their topic set; all or nothing,
+    and nothing written before every check has passed (:func:`_names_check` here, the
+    files' own checks in :func:`projects.release.read_release`)."""
+    name = rec["topic_set"]
+    _names_check(rec)
     topics_import(name, [TopicRecord(
         topic_id=t["topic_id"], title=t["title"], description=t["description"],
         narrative=t["narrative"], kind=t["kind"], statements=tuple(t["statements"]),
@@ -414,10 +448,64 @@ def _run_store(r: dict, ts: TopicSet, topic_of, collections, models, now) -> Run
     return run
 
 
-def release_import(path: str | Path) -> TopicSet:
-    """Load the release folder or ``.tar.gz`` at ``path`` (manifest checked first)."""
+def release_limits() -> release.Limits:
+    """The caps on a release read from elsewhere, from the settings named in their
+    errors (``RELEASE_MAX_MEMBERS``, ``RELEASE_MAX_MEMBER_BYTES``, ``RELEASE_MAX_BYTES``,
+    ``MAX_EXPANSION_RATIO``)."""
+    return release.Limits(members=settings.RELEASE_MAX_MEMBERS,
+                          member_bytes=settings.RELEASE_MAX_MEMBER_BYTES,
+                          total_bytes=settings.RELEASE_MAX_BYTES,
+                          ratio=settings.MAX_EXPANSION_RATIO)
+
+
+def release_digest(path: str | Path) -> str:
+    """The SHA-256 that identifies a release: of its ``.tar.gz``, or of a folder's
+    ``MANIFEST.sha256`` (which holds the digest of every other file)."""
+    path = Path(path)
+    target = path / release.MANIFEST if path.is_dir() else path
+    try:
+        return fileio.file_sha256(fileio.require_file(target))
+    except fileio.InputError as exc:
+        raise release.ReleaseError(str(exc)) from None
+
+
+def release_digest_check(path: str | Path, sha256: str) -> None:
+    """Compare a release with the SHA-256 published beside it: ``sha256`` is 64 hex
+    digits or a ``sha256sum`` file (``DIGEST  NAME``) naming the release. The digest of an
+    archive is that of the ``.tar.gz`` file; of a folder, that of its ``MANIFEST.sha256``
+    (which holds the digest of every other file)."""
+    path = Path(path)
+    text = sha256.strip()
+    if not re.fullmatch(r"[0-9a-fA-F]{64}", text):
+        try:
+            lines = fileio.read_bytes(fileio.require_file(text), max_bytes=1 << 20).decode(
+                "utf-8").splitlines()
+        except (fileio.InputError, UnicodeDecodeError) as exc:
+            raise release.ReleaseError(f"--sha256 {text!r}: neither 64 hex digits nor a "
+                                       f"readable digest file ({exc})") from None
+        found = [ln.split()[0] for ln in lines if len(ln.split()) == 2 and
+                 Path(ln.split()[1].lstrip("*")).name == path.name]
+        if len(lines) == 1 and len(lines[0].split()) == 1:
+            found = [lines[0].strip()]  # a file holding the digest alone
+        if len(found) != 1 or not re.fullmatch(r"[0-9a-fA-F]{64}", found[0]):
+            raise release.ReleaseError(f"--sha256 {text}: no digest of {path.name} in it")
+        text = found[0]
+    actual = release_digest(path)
+    if actual != text.lower():
+        raise release.ReleaseError(f"{path}: SHA-256 {actual}, not the published "
+                                   f"{text.lower()}: this is not the release that was "
+                                   "published (or the digest belongs to another file)")
+
+
+def release_import(path: str | Path, *, sha256: str | None = None) -> TopicSet:
+    """Load the release folder or ``.tar.gz`` at ``path``: its digest compared with
+    ``sha256`` first when given (:func:`release_digest_check`), then every file checked
+    (:func:`projects.release.open_release`, into a temporary folder removed afterwards)
+    before anything is stored."""
+    if sha256 is not None:
+        release_digest_check(path, sha256)
     with tempfile.TemporaryDirectory(prefix="release-") as work:
-        rec, _meta = release.open_release(path, work)
+        rec, _meta = release.open_release(path, work, release_limits())
         try:
             return release_store(rec)
         except IntegrityError as exc:  # a concurrent import of the same names
@@ -461,7 +549,6 @@ def system_run_from_retrieval(run_id: int) -> Run:
     :func:`retrieval.services.system_run_import`); the one already made, if any."""
     from retrieval.selectors import run_get, run_rankings
     from retrieval.services import system_run_import
-    from retrieval.trecrun import write_run
 
     run = run_get(run_id)
     if run.kind != Run.KIND_RETRIEVAL or run.source not in SYSTEM_RUN_SOURCES:

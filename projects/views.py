@@ -18,6 +18,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
+from common.trec import write_run
 from common.webmessages import web_message
 from crowd import selectors
 from crowd.models import Study
@@ -44,7 +45,6 @@ from retrieval.selectors import (
     run_rankings,
 )
 from retrieval.services import run_create
-from retrieval.trecrun import write_run
 from topics import selectors as topics_selectors
 from topics.models import TopicSet
 from topics.selectors import variants_write

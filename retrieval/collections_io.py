@@ -95,11 +95,7 @@ def read_jsonl(path: str | Path, *, encoding: str = "utf-8",
     for line_no, line in _lines(path, encoding):
         if not line.strip():
             continue
-        try:
-            obj = json.loads(line)
-        except (json.JSONDecodeError, RecursionError) as exc:
-            reason = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
-            raise InputError(path, line_no, f"invalid JSON ({reason})") from None
+        obj = fileio.parse_json(line, path, line_no)
         if not isinstance(obj, dict):
             raise InputError(path, line_no, "expected a JSON object")
         if "id" not in obj:

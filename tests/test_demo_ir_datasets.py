@@ -22,7 +22,7 @@ import sys
 import pytest
 from django.core.management import CommandError, call_command
 
-from pooling.qrelsio import read_qrels
+from common.trec import read_qrels
 from projects import demo
 from topics.topicfiles import read_topics
 

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable
 from django.db import connection, transaction
 from django.db.models import Count, F, QuerySet
 
-from common.fileio import quote
+from common.fileio import clean_name, quote
 from common.naturalsort import natural_key, natural_sort_key
 from topics import spelling
 from topics.models import Intent, QueryVariant, Statement, Topic, TopicSet
@@ -87,12 +87,27 @@ def _batches(records: Iterable, size: int):
         yield batch
 
 
+def _new_topic_set_name(name: str) -> str:
+    """The name of a topic set to create, checked as the pages and the API check it (:func:`common.fileio.clean_name`: it becomes part of page addresses and
+    file names)."""
+    _check_length_plain(name, TopicSet, "name", "topic set name")
+    try:
+        clean_name(name, "topic set name",
+                   max_chars=TopicSet._meta.get_field("name").max_length)
+    except ValueError as exc:
+        raise ImportRejected(str(exc)) from None
+    return name
+
+
 def _topic_set_for_import(topic_set_name: str) -> tuple[TopicSet, int]:
-    """The topic set (created if missing), locked so that imports into one set run one at
-    a time, and the largest topic key before this import: topics above it were written by
-    this import."""
+    """The topic set (created if missing; the name of a new one checked, and the import's
+    transaction rolled back when it is refused), locked so that imports into one set run
+    one at a time, and the largest topic key before this import: topics above it were
+    written by this import."""
     _check_length_plain(topic_set_name, TopicSet, "name", "topic set name")
-    topic_set, _ = TopicSet.objects.select_for_update().get_or_create(name=topic_set_name)
+    topic_set, created = TopicSet.objects.select_for_update().get_or_create(name=topic_set_name)
+    if created:
+        _new_topic_set_name(topic_set_name)
     last = Topic.objects.order_by("-pk").values_list("pk", flat=True).first() or 0
     return topic_set, last
 
@@ -336,8 +351,7 @@ def variants_import(
                 f"topic set {topic_set_name!r} does not exist "
                 "(import its topics first, or create topics from the variants)"
             )
-        _check_length_plain(topic_set_name, TopicSet, "name", "topic set name")
-        topic_set = TopicSet.objects.create(name=topic_set_name)
+        topic_set = TopicSet.objects.create(name=_new_topic_set_name(topic_set_name))
     done = {"variants": 0, "topics_created": 0, "replaced": 0, "corrected": 0}
     missing: dict[str, VariantRecord] = {}  # topics not in the set (without create_topics)
     cleared: set[int] = set()  # topics whose imported variants were deleted (replace)

@@ -23,8 +23,8 @@ from rest_framework.response import Response
 
 from common.api import StrictMultiPartParser, name_field, service_call
 from common.fileio import clean_name
+from common.trec import ID_MAPS, QRELS_FORMATS
 from judging.selectors import judgment_set_list
-from pooling.qrelsio import ID_MAPS, QRELS_FORMATS
 from retrieval.collections_io import FORMATS as COLLECTION_FORMATS
 from retrieval.selectors import collection_list
 from topics.selectors import topic_set_get

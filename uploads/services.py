@@ -4,7 +4,11 @@ each app's own import service (the same ones the management commands call).
 A small file is imported in the request (:func:`file_import`); a large one is recorded as
 an :class:`Upload` row first and imported by a Celery worker under a lease
 (:func:`upload_create`, :func:`upload_run`). Either way the import is all or nothing and
-an error names the uploaded file and its line.
+an error names the uploaded file and its line. A gzip file that would expand past
+``MAX_DECOMPRESSED_BYTES`` or more than ``MAX_EXPANSION_RATIO`` times is refused by
+:func:`common.fileio.gzip_check` before a row is parsed or a transaction opened: when an
+upload is recorded (in the request) and again before each import (in the request or the
+worker).
 """
 from __future__ import annotations
 
@@ -20,6 +24,7 @@ from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connection, connections, transaction
 from django.utils import timezone
 
+from common import fileio
 from jobs import leases, registry
 
 from .models import Upload
@@ -50,6 +55,7 @@ def _import(kind: str, path: Path, params: dict, say=None, before_commit=None,
             return None
         return lambda value: before_commit(summarise(value))
 
+    fileio.gzip_check(path)  # a gzip bomb is refused before any row is parsed
     if kind == "topics":
         from topics.services import topics_import
         from topics.topicfiles import iter_topics
@@ -185,6 +191,7 @@ def upload_create(kind: str, upload, params: dict, *, created_by: str = "") -> U
         for chunk in upload.chunks():
             out.write(chunk)
     try:
+        _named_errors(path, lambda: fileio.gzip_check(path))
         with transaction.atomic():
             row = Upload.objects.create(kind=kind, params=params, filename=name, path=str(path),
                                         size=path.stat().st_size, created_by=created_by,

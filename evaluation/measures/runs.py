@@ -9,18 +9,14 @@ so code order is docid order), ``scores[r, t, i]`` its score and ``ranks[r, t, i
 rank column. Positions past the end of a ranking hold ``PAD_CODE``. Measures then work on
 the grades of each ranking gathered through these codes, never on strings.
 
-Readers accept ``.gz`` or plain text. Runs and qrels are read in bulk
-(:func:`common.columns.read_columns`: numpy over the bytes, every check made on whole
-columns); a file the bulk reader does not vouch for, or one that fails a check, is read
-again line by line, which stops at the first bad line with :class:`InputError`
-naming the file and the line.
-
-The three readers share that reading path, the error class and the docid codes the
-measures index grades with, so they are kept together rather than split by file kind.
+Runs and qrels files are read by the project's one TREC reader (:mod:`common.trec`, with
+its evaluation rules :data:`common.trec.RUN_EVALUATION` and
+:data:`common.trec.QRELS_EVALUATION`: ``.gz`` or plain text, read in bulk and, for a file
+that fails a check, again line by line to name the file and line). This module turns
+what it reads into the arrays the measures index grades with.
 """
 from __future__ import annotations
 
-import math
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -31,9 +27,10 @@ from typing import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from common import fileio
-from common.columns import Unsure, read_columns
+from common import fileio, trec
+from common.columns import Unsure
 from common.fileio import InputError
+from common.trec import RunArrays
 from common.naturalsort import natural_key  # the one natural order of ids (plain Python)
 
 __all__ = [
@@ -45,7 +42,6 @@ __all__ = [
     "Qrels",
     "RunSet",
     "read_runs",
-    "read_run_file",
     "read_qrels",
     "read_intent_probabilities",
     "natural_key",
@@ -302,28 +298,6 @@ class RunSet:
         return out
 
 
-@dataclass
-class RunArrays:
-    """One run's entries in file order: document ids as UTF-8 byte strings, scores and
-    the rank column; the topics as stretches of entries (``stretch_starts[i]`` is where
-    the ``i``-th stretch of one topic, ``stretch_topics[i]``, begins)."""
-
-    stretch_starts: np.ndarray
-    stretch_topics: list[bytes]
-    docids: np.ndarray
-    scores: np.ndarray
-    ranks: np.ndarray
-
-    @classmethod
-    def from_per_topic(cls, per: dict[str, tuple[list, list, list]]) -> "RunArrays":
-        sizes = [len(d) for d, _, _ in per.values()]
-        docs = [x.encode("utf-8") for d, _, _ in per.values() for x in d]
-        return cls(np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64),
-                   [t.encode("utf-8") for t in per], np.array(docs, dtype=bytes),
-                   np.array([x for _, s, _ in per.values() for x in s], dtype=np.float64),
-                   np.array([x for _, _, k in per.values() for x in k], dtype=np.int64))
-
-
 _MIX = np.uint64(0x9E3779B97F4A7C15)
 
 
@@ -426,90 +400,20 @@ def _ties_by_docid_descending(codes: np.ndarray, scores: np.ndarray) -> np.ndarr
     return out.reshape(codes.shape)
 
 
-def read_run_file(path: str | Path) -> tuple[str, dict[str, tuple[list, list, list]]]:
-    """One run file as ``(tag, {topic: (docids, scores, ranks)})`` in file order (see
-    :func:`read_runs` for the checks)."""
-    tag = None
-    per: dict[str, tuple[list, list, list]] = {}
-    seen: dict[str, set] = {}
-    for n, cols in _lines(path):
-        if len(cols) < 6:
-            raise InputError(
-                path, n, f"expected 6 columns (topic Q0 docid rank score tag), found {len(cols)}"
-            )
-        # columns after the sixth are ignored, as trec_eval does (its own test data has them)
-        topic, _q0, doc, rank_s, score_s, run_tag = cols[:6]
-        try:
-            rank = int(rank_s)
-        except ValueError:
-            raise InputError(path, n, f"rank {rank_s!r} is not a whole number") from None
-        try:
-            score = float(score_s)
-        except ValueError:
-            raise InputError(path, n, f"score {score_s!r} is not a number") from None
-        if not math.isfinite(score):
-            raise InputError(path, n, f"score {score_s!r} is not finite")
-        if tag is None:
-            tag = run_tag
-        elif run_tag != tag:
-            raise InputError(path, n, f"run tag {run_tag!r} differs from {tag!r} on earlier lines")
-        entry = per.get(topic)
-        if entry is None:
-            entry = per[topic] = ([], [], [])
-            seen[topic] = set()
-        if doc in seen[topic]:
-            raise InputError(path, n, f"document {doc!r} appears twice for topic {topic!r}")
-        seen[topic].add(doc)
-        entry[0].append(doc)
-        entry[1].append(score)
-        entry[2].append(rank)
-    if tag is None:
-        raise InputError(path, None, "the run file is empty")
-    return tag, per
-
-
-def _bulk_run(path) -> tuple[str, RunArrays]:
-    """A run file read by :func:`common.columns.read_columns`; :class:`Unsure` for
-    anything the line reader should look at."""
-    blocks = read_columns(fileio.require_file(path), 6, at_least=True)
-    blocks = [b for b in blocks if b.rows]
-    if not blocks:
-        raise Unsure
-    tag = blocks[0].token(0, 5)
-    if not all(b.all_equal(5, tag) for b in blocks):
-        raise Unsure
-    scores = np.concatenate([b.floats(4) for b in blocks])
-    if not bool(np.isfinite(scores).all()):
-        raise Unsure
-    starts, names, at = [], [], 0
-    for b in blocks:  # stretches of one topic
-        first, values = b.stretches(0)
-        if names and values[0] == names[-1]:
-            first, values = first[1:], values[1:]  # the stretch goes on across blocks
-        starts.append(first + at)
-        names += values
-        at += b.rows
-    arrays = RunArrays(np.concatenate(starts), names,
-                       np.concatenate([b.text(2) for b in blocks]),
-                       scores, np.concatenate([b.ints(3) for b in blocks]))
-    return tag.decode("ascii"), arrays
-
-
 def read_runs(paths: Sequence[str | Path]) -> RunSet:
     """Read TREC run files (``topic Q0 docid rank score tag``) into one :class:`RunSet`.
 
-    Every line is checked: six columns (later ones are ignored, as trec_eval does), an integer rank, a finite score, one tag per file,
-    no docid twice in a topic (trec_eval and ndeval refuse those too). Files are read in
-    bulk; one that fails a check is read again line by line to name the line."""
+    Every line is checked (:data:`common.trec.RUN_EVALUATION`): six columns (later ones
+    are ignored, as trec_eval does), a whole-number rank that fits 64 bits, a finite
+    score, one tag per file, no docid twice in a topic (trec_eval and ndeval refuse those
+    too). Files are read in bulk; one that fails a check is read again line by line to
+    name the line."""
     if not paths:
         raise InputError("--run", None, "give at least one run file")
 
     def one(p) -> tuple[str, str, RunArrays]:
-        try:
-            tag, arrays = _bulk_run(p)
-        except Unsure:
-            tag, per = read_run_file(p)
-            arrays = RunArrays.from_per_topic(per)
+        # duplicates are found while each topic's documents are coded (RunSet.from_arrays)
+        tag, arrays = trec.run_read(p, trec.RUN_EVALUATION, duplicates=False)
         return tag, str(p), arrays
 
     runs = _in_threads(one, paths)
@@ -518,19 +422,18 @@ def read_runs(paths: Sequence[str | Path]) -> RunSet:
     except Unsure:
         # a document twice in a topic: the line reader names the file and line
         for p in paths:
-            read_run_file(p)
+            trec.run_read(p, trec.RUN_EVALUATION, bulk=False)
         raise
 
 
+def read_run_rankings(path: str | Path) -> tuple[str, dict[str, tuple[list, list, list]]]:
+    """One run file as ``(tag, {topic: (docids, scores, ranks)})`` in file order, checked
+    as :func:`read_runs` checks it (for :meth:`RunSet.from_rankings`, beside stored runs)."""
+    tag, arrays = trec.run_read(path, trec.RUN_EVALUATION)
+    return tag, arrays.per_topic()
+
+
 # --------------------------------------------------------------------------- qrels
-
-
-def _grade(path, n, s: str) -> int:
-    t = s[1:] if s[:1] in ("L", "l") else s  # NTCIREVAL writes levels as L0, L1, ...
-    try:
-        return int(t)
-    except ValueError:
-        raise InputError(path, n, f"relevance {s!r} is not a whole number (or L<n>)") from None
 
 
 @dataclass
@@ -549,71 +452,11 @@ class Qrels:
         return sorted(self.judgments, key=natural_key)
 
 
-def _stretches(*keys: np.ndarray) -> np.ndarray:
-    """Where runs of equal ``keys`` (compared together) start, and the end."""
-    n = len(keys[0])
-    change = np.zeros(max(n - 1, 0), dtype=bool)
-    for k in keys:
-        change |= k[1:] != k[:-1]
-    return np.concatenate(([0], np.flatnonzero(change) + 1, [n]))
-
-
-def _bulk_qrels(path, kind: str) -> dict:
-    """Qrels read by :func:`common.columns.read_columns`; :class:`Unsure` for anything
-    the line reader should look at (an ``L<n>`` grade, a document judged twice, ...)."""
-    blocks = [b for b in read_columns(fileio.require_file(path), 4)
-              if b.rows]
-    if not blocks:
-        raise Unsure
-    topics = np.concatenate([b.text(0) for b in blocks])
-    second = np.concatenate([b.text(1) for b in blocks])
-    docs = np.concatenate([b.text(2) for b in blocks]).astype(str).tolist()
-    grades = np.concatenate([b.ints(3) for b in blocks]).tolist()
-    edges = _stretches(topics, second) if kind == "diversity" else _stretches(topics)
-    out: dict = {}
-    for lo, hi in zip(edges[:-1].tolist(), edges[1:].tolist()):
-        docs_of = out.setdefault(topics[lo].decode("ascii"), {})
-        if kind == "diversity":
-            docs_of = docs_of.setdefault(second[lo].decode("ascii"), {})
-        before = len(docs_of)
-        docs_of.update(zip(docs[lo:hi], grades[lo:hi]))
-        if len(docs_of) != before + hi - lo:
-            raise Unsure  # judged twice: the line reader names the line
-    return out
-
-
 def read_qrels(path: str | Path, kind: str) -> Qrels:
-    """Read ad hoc or diversity qrels; a (topic, [intent,] docid) judged twice is an error.
-    Files are read in bulk; one that fails a check is read again line by line to name
-    the line."""
-    if kind not in ("adhoc", "diversity"):
-        raise InputError("--qrels-format", None, f"unknown qrels format {kind!r}; use adhoc or diversity")
-    try:
-        return Qrels(kind, _bulk_qrels(path, kind), str(path))
-    except Unsure:
-        pass
-    out: dict = {}
-    for n, cols in _lines(path):
-        if len(cols) != 4:
-            what = "topic iteration docid grade" if kind == "adhoc" else "topic intent docid grade"
-            raise InputError(path, n, f"expected 4 columns ({what}), found {len(cols)}")
-        topic, second, doc, g = cols
-        grade = _grade(path, n, g)
-        if kind == "adhoc":
-            docs = out.setdefault(topic, {})
-            if doc in docs:
-                raise InputError(path, n, f"document {doc!r} is judged twice for topic {topic!r}")
-            docs[doc] = grade
-        else:
-            docs = out.setdefault(topic, {}).setdefault(second, {})
-            if doc in docs:
-                raise InputError(
-                    path, n, f"document {doc!r} is judged twice for topic {topic!r}, intent {second!r}"
-                )
-            docs[doc] = grade
-    if not out:
-        raise InputError(path, None, "the qrels file is empty")
-    return Qrels(kind, out, str(path))
+    """Read ad hoc or diversity qrels (:func:`common.trec.qrels_judgments` with
+    :data:`common.trec.QRELS_EVALUATION`); a (topic, [intent,] docid) judged twice is an
+    error naming both lines."""
+    return Qrels(kind, trec.qrels_judgments(path, kind, trec.QRELS_EVALUATION), str(path))
 
 
 def read_intent_probabilities(path: str | Path) -> dict[str, dict[str, float]]:

@@ -9,7 +9,8 @@ from typing import Iterable, Iterator
 
 from django.db.models import Exists, OuterRef
 
-from pooling import coverage, qrelsio
+from common import trec
+from pooling import coverage
 from topics import selectors as topics_selectors
 
 from .. import aggregate as agg
@@ -162,16 +163,16 @@ def relevance_by_topic(jset: JudgmentSet) -> dict[str, set[str]]:
 
 
 def qrels_records(jset: JudgmentSet, topic_ids: Iterable[str] | None = None
-                  ) -> list[qrelsio.AdhocQrel | qrelsio.DiversityQrel]:
-    """The judgments as :mod:`pooling.qrelsio` records, the plain input of the pooling
+                  ) -> list[trec.AdhocQrel | trec.DiversityQrel]:
+    """The judgments as :mod:`common.trec` records, the plain input of the pooling
     analyses: one per (topic, intent, docid) in the order of :func:`current_labels`, the
     labels combined by majority (an imported qrels file has one label per line, so its
     records are its lines). A label against the topic as a whole is an ``AdhocQrel``
     (iteration "0"), a label per intent a ``DiversityQrel``."""
     out = []
     for (t, i, d), g in agg.aggregate(current_labels(jset, topic_ids), "majority").items():
-        out.append(qrelsio.AdhocQrel(t, "0", d, g) if i == NO_INTENT
-                   else qrelsio.DiversityQrel(t, i, d, g))
+        out.append(trec.AdhocQrel(t, "0", d, g) if i == NO_INTENT
+                   else trec.DiversityQrel(t, i, d, g))
     return out
 
 

@@ -9,10 +9,9 @@ from typing import Callable, Iterable
 from django.db import connection, transaction
 from django.utils import timezone
 
-from common import fileio
+from common import fileio, trec
 from common.fileio import clean_name, file_sha256
 from common.naturalsort import natural_key
-from pooling import qrelsio
 
 from .. import labelfiles
 from ..models import NO_INTENT, QRELS_ASSESSOR, JudgmentSet, Label
@@ -89,7 +88,7 @@ def qrels_import(path, *, format: str, name: str, topic_set_name: str | None = N
                  before_commit: Callable[[JudgmentSet], None] | None = None) -> JudgmentSet:
     """A TREC qrels file as a new judgment set ``name`` (``adhoc``: topic iter docid rel;
     ``diversity``: topic subtopic docid rel; ``smart`` and ``cranqrel`` relevance files,
-    stored as ad hoc qrels: see :mod:`pooling.qrelsio`; ``.gz`` accepted).
+    stored as ad hoc qrels: see :mod:`common.trec`; ``.gz`` accepted).
 
     Qrels are a judgment set read from a file: one current :class:`~judging.models.Label`
     per line, by the assessor :data:`QRELS_ASSESSOR`, with its line number; an ad hoc line
@@ -99,7 +98,7 @@ def qrels_import(path, *, format: str, name: str, topic_set_name: str | None = N
 
     All or nothing: a malformed line, a second grade for one judgment or a file in another
     format raises a ``ValueError`` naming the file and line(s)
-    (:func:`pooling.qrelsio.read_qrels`), and nothing is stored. ``id_map="strip-zeros"``
+    (:func:`common.trec.read_qrels`), and nothing is stored. ``id_map="strip-zeros"``
     writes all-digit topic ids without leading zeros ("01" -> "1"). With
     ``topic_set_name`` every topic id must be a topic of that set (the error lists those
     that are not); without it the set is the one topic set holding every topic of the file,
@@ -113,11 +112,11 @@ def qrels_import(path, *, format: str, name: str, topic_set_name: str | None = N
     """
     from topics.selectors import topic_set_get, topic_sets_holding
 
-    if format not in qrelsio.QRELS_FORMATS:
-        raise ValueError(f"qrels format must be one of {', '.join(qrelsio.QRELS_FORMATS)}, "
+    if format not in trec.QRELS_FORMATS:
+        raise ValueError(f"qrels format must be one of {', '.join(trec.QRELS_FORMATS)}, "
                          f"not {format!r}")
     read_as = format
-    adhoc = format in qrelsio.ADHOC_FORMATS
+    adhoc = format in trec.ADHOC_FORMATS
     name = clean_name(name, "qrels name",
                       max_chars=JudgmentSet._meta.get_field("name").max_length)
     try:
@@ -126,7 +125,7 @@ def qrels_import(path, *, format: str, name: str, topic_set_name: str | None = N
         raise ValueError(f"no such qrels file: {exc}") from None
     if JudgmentSet.objects.filter(name=name).exists():
         raise ValueError(f"qrels named {name!r} already exist (a judgment set has that name)")
-    rows = qrelsio.read_qrels(path, read_as, encoding=encoding, id_map=id_map)
+    rows = trec.read_qrels(path, read_as, encoding=encoding, id_map=id_map)
     if topic_set_name is not None:
         topic_set = topic_set_get(topic_set_name)  # ValueError naming the known sets
         _qrels_topics_check(path, rows, topic_set_name, id_map)

@@ -7,7 +7,9 @@ mtimes, owners and modes and a gzip header with mtime 0). :func:`write_release` 
 listed and its ``rankings`` is a function yielding ``(qid, docids, scores)`` in their
 order, so a run is written one batch at a time) as a folder or archive;
 :func:`read_release` reads such a folder back into the same records, after checking the
-manifest (its runs' rankings are read from their files when used). The database side (what the records are made from, and how they are stored
+manifest and every file, as input from elsewhere is checked (:mod:`.read`: a ``.tar.gz``
+is streamed with caps, a folder read without following links; its runs' rankings are
+read from their files when used). The database side (what the records are made from, and how they are stored
 again) is :mod:`projects.services`.
 
 Layout (every path in ``MANIFEST.sha256``, ``sha256sum -c`` format)::
@@ -54,7 +56,7 @@ from .base import (
     safe_name,
 )
 from .datasheet import datasheet
-from .read import manifest_check, open_release, read_release, unpack_archive
+from .read import Limits, manifest_check, open_release, read_release, unpack_archive
 from .write import (
     aggregated_qrels,
     label_figures,
@@ -68,6 +70,7 @@ __all__ = [
     "AGGREGATION",
     "FORMAT",
     "LICENCES",
+    "Limits",
     "MANIFEST",
     "NO_INTENT",
     "ORGANISER",

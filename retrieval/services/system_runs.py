@@ -8,10 +8,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from common.fileio import clean_id
+from common.trec import read_run
 
 from ..models import Ranking, Run, RunQuery
 from ..rankings import pack
-from ..trecrun import read_run
 from .errors import RetrievalError
 from .vocabulary import docids_ensure
 

@@ -10,7 +10,14 @@ from common import bytescan, columns
 from common.columns import Unsure, read_columns
 from common.fileio import InputError
 from evaluation.measures import runs as eval_runs
-from retrieval import trecrun
+from common import trec
+
+
+def _line_rankings(p):
+    """A run file read by the line reader alone, as ``(tag, {topic: (docids, scores,
+    ranks)})``."""
+    tag, arrays = trec.run_read(p, trec.RUN_EVALUATION, bulk=False)
+    return tag, arrays.per_topic()
 
 
 def _column(tmp_path, tokens):
@@ -111,7 +118,7 @@ def test_read_runs_equals_the_line_reader(tmp_path):
     paths = _run_files(tmp_path)
     bulk = eval_runs.read_runs(paths)
     lines = eval_runs.RunSet.from_rankings(
-        [(lambda tag, per, p=p: (tag, str(p), per))(*eval_runs.read_run_file(p)) for p in paths])
+        [(lambda tag, per, p=p: (tag, str(p), per))(*_line_rankings(p)) for p in paths])
     assert (bulk.tags, bulk.sources, bulk.topics) == (lines.tags, lines.sources, lines.topics)
     for name in ("codes", "scores", "ranks", "lengths"):
         assert np.array_equal(getattr(bulk, name), getattr(lines, name)), name
@@ -136,7 +143,7 @@ def test_read_qrels_equals_the_line_reader(tmp_path, monkeypatch, kind):
 
     def unsure(*args):
         raise Unsure
-    monkeypatch.setattr(eval_runs, "_bulk_qrels", unsure)
+    monkeypatch.setattr(trec, "_bulk_judgments", unsure)
     lines = eval_runs.read_qrels(p, kind)
     assert bulk.judgments == lines.judgments
     assert repr(bulk.judgments) == repr(lines.judgments)  # the same order too
@@ -146,12 +153,12 @@ def test_trecrun_read_run_equals_the_line_reader(tmp_path, monkeypatch):
     p = tmp_path / "r.txt"
     p.write_text("q2 Q0 b 1 2.0 s\nq1 Q0 z 1 1.5 s\nq2 Q0 a 2 2.0 s\nq2 Q0 c 3 3.5 s\n"
                  "q1 Q0 y 2 -0.0 s\nq1 Q0 x 3 0.0 s\n")
-    bulk = trecrun.read_run(p, {"q1", "q2"})
+    bulk = trec.read_run(p, {"q1", "q2"})
 
     def unsure(*args):
         raise Unsure
-    monkeypatch.setattr(trecrun, "_bulk_read_run", unsure)
-    lines = trecrun.read_run(p, {"q1", "q2"})
+    monkeypatch.setattr(trec, "_bulk_run", unsure)
+    lines = trec.read_run(p, {"q1", "q2"})
     assert bulk == lines and list(bulk[1]) == list(lines[1]) == ["q2", "q1"]
     assert bulk[1]["q2"] == (["c", "a", "b"], [3.5, 2.0, 2.0])
 
@@ -160,10 +167,10 @@ def test_trecrun_bulk_refuses_what_the_line_reader_refuses(tmp_path):
     p = tmp_path / "r.txt"
     p.write_text("1 Q0 a 1 2 t\n1 Q0 b 0 1 t\n")
     with pytest.raises(InputError, match="line 2: rank '0' is not positive"):
-        trecrun.read_run(p)
+        trec.read_run(p)
     p.write_text("1 Q0 a 1 2 t\n3 Q0 b 1 1 t\n")
     with pytest.raises(InputError, match="line 2: topic '3' is not in the topic set"):
-        trecrun.read_run(p, {"1"})
+        trec.read_run(p, {"1"})
     assert columns.BLOCK_BYTES > (1 << 20)  # a block always holds a whole line
 
 
@@ -177,7 +184,7 @@ def test_read_runs_without_padding_equals_the_line_reader(tmp_path):
         paths.append(p)
     bulk = eval_runs.read_runs(paths)
     lines = eval_runs.RunSet.from_rankings(
-        [(lambda tag, per, p=p: (tag, str(p), per))(*eval_runs.read_run_file(p)) for p in paths])
+        [(lambda tag, per, p=p: (tag, str(p), per))(*_line_rankings(p)) for p in paths])
     for name in ("codes", "scores", "ranks", "lengths"):
         assert np.array_equal(getattr(bulk, name), getattr(lines, name)), name
 
@@ -188,12 +195,12 @@ def test_a_plain_file_read_in_place(tmp_path, monkeypatch, text):
     # a byte-order mark is dropped, a missing last line end or CRLF changes nothing
     p = tmp_path / "r.txt"
     p.write_bytes(text)
-    bulk = trecrun.read_run(p)
+    bulk = trec.read_run(p)
 
     def unsure(*args):
         raise Unsure
-    monkeypatch.setattr(trecrun, "_bulk_read_run", unsure)
-    assert bulk == trecrun.read_run(p) == ("t", {"1": (["a", "b"], [2.5, 1.5])})
+    monkeypatch.setattr(trec, "_bulk_run", unsure)
+    assert bulk == trec.read_run(p) == ("t", {"1": (["a", "b"], [2.5, 1.5])})
 
 
 @pytest.mark.parametrize("sep", [" ", "\t", " \t", "  "])
@@ -240,7 +247,7 @@ def test_read_runs_with_long_and_short_stretches_equals_the_line_reader(tmp_path
     for group in (paths[:2], paths):
         bulk = eval_runs.read_runs(group)
         lines = eval_runs.RunSet.from_rankings(
-            [(lambda tag, per, p=p: (tag, str(p), per))(*eval_runs.read_run_file(p)) for p in group])
+            [(lambda tag, per, p=p: (tag, str(p), per))(*_line_rankings(p)) for p in group])
         for name in ("codes", "scores", "ranks", "lengths"):
             assert np.array_equal(getattr(bulk, name), getattr(lines, name)), name
         assert bulk.vocab_index == lines.vocab_index

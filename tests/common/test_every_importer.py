@@ -8,9 +8,8 @@ import re
 import pytest
 
 from common.fileio import InputError
-from pooling.qrelsio import read_qrels
+from common.trec import read_qrels, read_run
 from retrieval.collections_io import read_collection
-from retrieval.trecrun import read_run
 from topics.topicfiles import read_topics
 from topics.variantfiles import read_variants
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from evaluation.estimators import estimate_runs, parse_estimated_measures, ranking_order
-from evaluation.measures.runs import read_run_file
+from evaluation.measures.runs import read_run_rankings
 from judging.prels import read_prels
 
 HERE = Path(__file__).resolve().parent / "sample_eval"
@@ -29,7 +29,7 @@ SAMPLE_EVAL_NAMES = {"infAP": "AP", "infNDCG": "nDCG", "iP10": "P@10", "iP50": "
 
 
 def _run(shared_data, name):
-    tag, per = read_run_file(shared_data / "eval-oracles" / "web2011" / "runs" / f"{name}.run")
+    tag, per = read_run_rankings(shared_data / "eval-oracles" / "web2011" / "runs" / f"{name}.run")
     return tag, {t: ranking_order(d, s) for t, (d, s, _) in per.items()}
 
 

@@ -70,6 +70,10 @@ def test_errors_name_the_place(tmp_path):
     qrels.write_text("1 0 b 1\n")
     with pytest.raises(CommandError, match=rf"{run}, line 2: rank 'two' is not a whole number"):
         _run("--run", str(run), "--qrels", str(qrels), "--measures", "AP")
+    run.write_text("1 Q0 a 1 2.0 sys\n1 Q0 b 9223372036854775808 1.0 sys\n")  # 2^63
+    with pytest.raises(CommandError, match=rf"{run}, line 2: rank '9223372036854775808' is too "
+                                           r"large \(at most 9223372036854775807\)"):
+        _run("--run", str(run), "--qrels", str(qrels), "--measures", "AP")  # an OverflowError
     with pytest.raises(CommandError, match="unknown measure 'MAP'"):
         _run("--run", str(run), "--qrels", str(qrels), "--measures", "MAP")
     with pytest.raises(CommandError, match="need diversity qrels"):

@@ -51,10 +51,12 @@ def test_missing_and_empty_files(tmp_path):
 
 
 @pytest.mark.parametrize("text, kind, message", [
-    ("1 0 a\n", "adhoc", "line 1: expected 4 columns"),
+    ("1 0 a\n", "adhoc", "line 1: expected 4 fields"),
     ("1 0 a x\n", "adhoc", "line 1: relevance 'x' is not a whole number"),
-    ("1 0 a 1\n1 0 a 0\n", "adhoc", "line 2: document 'a' is judged twice for topic '1'"),
-    ("1 2 a 1\n1 2 a 0\n", "diversity", "line 2: document 'a' is judged twice for topic '1', intent '2'"),
+    ("1 0 a 1\n1 0 a 0\n", "adhoc",
+     "line 2: second grade \\(0\\) for topic '1', document 'a', already graded 1 on line 1"),
+    ("1 2 a 1\n1 2 a 0\n", "diversity", "line 2: second grade \\(0\\) for topic '1', subtopic '2', "
+     "document 'a', already graded 1 on line 1"),
 ])
 def test_bad_qrels(tmp_path, text, kind, message):
     with pytest.raises(InputError, match=message):

@@ -15,7 +15,7 @@ from django.core.management import CommandError, call_command
 
 from evaluation import reports
 from evaluation.estimators import estimate_runs, parse_estimated_measures, ranking_order
-from evaluation.measures.runs import read_run_file
+from evaluation.measures.runs import read_run_rankings
 from judging import sampling, selectors, services
 from judging.models import JudgingItem, SampleDesign, SampleUnit
 from judging.prels import TopicSample, read_prels
@@ -39,7 +39,7 @@ def web(shared_data, tmp_path):
                                      description=f"statement {t}") for t in TOPICS])
     paths = {}
     for name in RUNS:
-        tag, per = read_run_file(shared_data / "eval-oracles" / "web2011" / "runs" / f"{name}.run")
+        tag, per = read_run_rankings(shared_data / "eval-oracles" / "web2011" / "runs" / f"{name}.run")
         path = tmp_path / f"{name}.run"
         with open(path, "w") as fh:
             for t in TOPICS:
@@ -164,7 +164,7 @@ def test_estimates_from_the_stored_set_the_exports_and_the_design_agree(web, tmp
             samples[topic] = s
         direct = estimate_runs(
             [(tag, {t: ranking_order(d, sc) for t, (d, sc, _) in per.items()})
-             for tag, per in (read_run_file(paths[n]) for n in RUNS)],
+             for tag, per in (read_run_rankings(paths[n]) for n in RUNS)],
             samples, parse_estimated_measures(measures), estimator)
         assert json.loads(json.dumps(direct)) == stored["runs"]
     # stored runs: the same

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from pooling.coverage import judgment_table
-from pooling.qrelsio import AdhocQrel
+from common.trec import AdhocQrel
 
 QRELS = [
     AdhocQrel("1", "0", "a", 2),

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-MODULES = ["pooling.pools", "pooling.idtables", "pooling.rbo", "pooling.growth", "pooling.coverage", "pooling.qrelsio", "pooling.stats", "pooling.remap", "pooling.figures"]
+MODULES = ["pooling.pools", "pooling.idtables", "pooling.rbo", "pooling.growth", "pooling.coverage", "common.trec", "pooling.stats", "pooling.remap", "pooling.figures"]
 
 
 def test_math_modules_import_without_django():

@@ -1,4 +1,4 @@
-"""pooling.qrelsio and pooling.coverage: reading, writing, coverage, qrels statistics."""
+"""common.trec's qrels and pooling.coverage: reading, writing, coverage, qrels statistics."""
 from __future__ import annotations
 
 import gzip
@@ -7,15 +7,16 @@ from collections import Counter, defaultdict
 import pytest
 
 from common.fileio import InputError
+from common.trec import AdhocQrel, DiversityQrel, qrels_records, read_qrels, write_qrels
 from pooling.coverage import coverage, qrels_stats
-from pooling.qrelsio import (
-    AdhocQrel,
-    DiversityQrel,
-    read_adhoc_qrels,
-    read_diversity_qrels,
-    read_qrels,
-    write_qrels,
-)
+
+
+def read_adhoc_qrels(path):
+    return qrels_records(path, "adhoc")
+
+
+def read_diversity_qrels(path):
+    return qrels_records(path, "diversity")
 
 
 def _web(shared_data):

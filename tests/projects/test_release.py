@@ -27,7 +27,7 @@ from retrieval import services as retrieval_services
 from retrieval.models import Collection, Run, RunChunk, RunQuery
 from retrieval.selectors import run_rankings
 from retrieval.services import vocabulary_cache_clear
-from retrieval.trecrun import write_run
+from common.trec import write_run
 from topics.models import QueryVariant, TopicSet
 from topics.services import topics_import, variants_import
 from topics.topicfiles import IntentRecord, TopicRecord, read_topics

@@ -40,6 +40,10 @@ def test_jsonl_both_shapes_and_gz(tmp_path):
         ('{"id": "a b", "contents": "x"}\n', 1, "contains a space"),
         ('{"id": "a", "contents": "x"}\n{"id": "b", \n', 2, "invalid JSON"),
         ('{"id": "a", "body": "x"}\n', 1, 'missing "contents"'),
+        # a raw ValueError before (Python refuses to convert more than 4,300 digits)
+        ('{"id": "a", "contents": "x"}\n{"id": ' + "9" * 100_000 + ', "contents": "y"}\n', 2,
+         "invalid JSON (a number of more than 4300 digits)"),
+        ('[' * 100_000 + ']' * 100_000 + '\n', 1, "invalid JSON (nested too deeply)"),
     ],
 )
 def test_jsonl_errors_name_file_and_line(tmp_path, text, line, message):
@@ -125,7 +129,7 @@ def test_pure_modules_import_without_django():
     env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}
     code = (
         "import sys\n"
-        "import retrieval.anserini, retrieval.collections_io, retrieval.trecrun, retrieval.rankings\n"
+        "import retrieval.anserini, retrieval.collections_io, common.trec, retrieval.rankings\n"
         "bad = [m for m in sys.modules if m == 'django' or m.startswith('django.') or m == 'jnius'"
         " or m.startswith('pyserini')]\n"
         "assert not bad, bad\n"

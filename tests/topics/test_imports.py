@@ -462,3 +462,20 @@ def test_import_variants_normalisation_choices(tmp_path):
         run("import_variants", path, "--format", "tsv", "--topic-set", "x", "--create-topics",
             "--normalise", "none", "--spell-correct")
     assert normalise_query(" A\u00a0B ", "case") == "a b"  # NFKC: no-break space to space
+
+
+@pytest.mark.parametrize("name", ["../etc", "a/b", "..", ".", "a\\b", "x\u202ey", "<b>x</b>",
+                                  "two words"])
+def test_a_new_topic_set_name_is_checked_as_the_pages_and_api_check_it(tmp_path, name):
+    """The commands refused nothing that the web and the API refuse (bad-input.md says the
+    rule holds everywhere): the import services check a name when they create a set."""
+    topics = write(tmp_path, "t.tsv", "T1\tstatement\n")
+    with pytest.raises(CommandError, match="topic set name"):
+        run("import_topics", topics, "--topic-set", name, "--format", "tsv")
+    variants = write(tmp_path, "v.tsv", "T1\tquery\n")
+    with pytest.raises(CommandError, match="topic set name"):
+        run("import_variants", variants, "--topic-set", name, "--format", "tsv",
+            "--create-topics")
+    assert not TopicSet.objects.exists()
+    run("import_topics", topics, "--topic-set", "fine-name", "--format", "tsv")
+    assert TopicSet.objects.get().name == "fine-name"

@@ -11,7 +11,7 @@ from evaluation.measures import (RunSet, evaluate_runs, parse_measures,
                                  read_intent_probabilities, read_qrels, read_runs)
 from evaluation.measures.engine import check_measures
 from evaluation.measures.registry import measure_names
-from evaluation.measures.runs import ORDERS, read_run_file
+from evaluation.measures.runs import ORDERS, read_run_rankings
 from judging.prels import read_prels
 
 
@@ -169,7 +169,7 @@ class Command(ManifestMixin, BaseCommand):
             raise InputError("--run", None, "give run files (--run) or stored runs (--topic-set)")
         runs = []
         for path in o["run"]:
-            tag, per = read_run_file(path)
+            tag, per = read_run_rankings(path)
             runs.append((tag, str(path), per))
         if o["topic_set"]:
             runs += selectors.stored_runs(topic_set=o["topic_set"], tags=o["tag"],

@@ -6,9 +6,9 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from common import irdatasets
+from common.trec import ID_MAPS, QRELS_FORMATS
 
 from judging import services
-from pooling.qrelsio import ID_MAPS, QRELS_FORMATS
 
 
 class Command(BaseCommand):

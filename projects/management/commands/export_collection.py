@@ -2,7 +2,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from projects.release import LICENCES, ReleaseError
-from projects.services import release_export
+from projects.services import release_digest, release_export
 
 
 class Command(BaseCommand):
@@ -36,3 +36,6 @@ class Command(BaseCommand):
         except OSError as exc:
             raise CommandError(f"cannot write {out}: {exc.strerror or exc}") from None
         self.stdout.write(f"release of topic set {topic_set!r} written to {path}")
+        digest = release_digest(path)
+        self.stdout.write(f"SHA-256 {digest} (publish it beside the release; "
+                          f"import_collection_bundle --sha256 {digest} checks it)")

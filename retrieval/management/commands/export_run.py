@@ -4,8 +4,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 from common.fileio import atomic_output
 from common.manifest_command import ManifestMixin
+from common.trec import write_run
 from retrieval.selectors import run_find, run_rankings
-from retrieval.trecrun import write_run
 
 
 class Command(ManifestMixin, BaseCommand):

@@ -36,7 +36,7 @@ ROOT = HERE.parents[2]
 sys.path.insert(0, str(ROOT))
 
 from evaluation.estimators import ranking_order  # noqa: E402
-from evaluation.measures.runs import read_run_file  # noqa: E402
+from evaluation.measures.runs import read_run_rankings  # noqa: E402
 from judging import prels, sampling  # noqa: E402
 from pooling.pools import Contribution, pool_compute  # noqa: E402
 
@@ -53,7 +53,7 @@ def run_path(name: str) -> Path:
 
 def untied(name: str, out: Path) -> Path:
     """The run in trec_eval's order with distinct scores 1000 − rank."""
-    tag, per = read_run_file(run_path(name))
+    tag, per = read_run_rankings(run_path(name))
     with open(out, "w") as fh:
         for topic, (docs, scores, _) in per.items():
             for i, d in enumerate(ranking_order(docs, scores), 1):
@@ -64,7 +64,7 @@ def untied(name: str, out: Path) -> Path:
 def inputs() -> None:
     runs = {}
     for name in RUNS:
-        _, per = read_run_file(run_path(name))
+        _, per = read_run_rankings(run_path(name))
         runs[name] = {t: ranking_order(d, s) for t, (d, s, _) in per.items() if t in TOPICS}
     qrels: dict = {}
     for line in open(SHARED / "trec-web-diversity" / "2011" / "qrels.adhoc.txt"):

@@ -60,7 +60,7 @@ from evaluation.measures.runs import read_run_rankings  # noqa: E402
 from evaluation.ranking import kendall_tau_b  # noqa: E402
 from judging import sampling  # noqa: E402
 from judging.prels import TopicSample  # noqa: E402
-from pooling import qrelsio  # noqa: E402
+from common import trec  # noqa: E402
 from pooling.pools import Contribution, pool_compute  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "data"
@@ -151,7 +151,7 @@ def load(key: str, fresh: bool):
         qrels_spec = (CORPORA / q, fmt, id_map)
     path, fmt, id_map = qrels_spec
     qrels: dict = {}
-    for _, r in qrelsio.read_qrels(path, fmt, id_map=id_map):
+    for _, r in trec.read_qrels(path, fmt, id_map=id_map):
         qrels.setdefault(r.topic_id, {})[r.docid] = r.rel
     runs = {}
     for p in paths:
